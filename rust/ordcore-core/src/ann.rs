@@ -1,0 +1,1 @@
+//! ann: see the module of the same name in python/ordcore/ for the public contract.

@@ -1,0 +1,1 @@
+//! hadamard: see the module of the same name in python/ordcore/ for the public contract.

@@ -1,0 +1,35 @@
+//! Maps ordcore-core errors to the Python exception classes of `ordcore.errors`.
+
+use ordcore_core::Error;
+use pyo3::exceptions::PyOSError;
+use pyo3::PyErr;
+
+pyo3::import_exception!(ordcore.errors, InvalidArgumentError);
+pyo3::import_exception!(ordcore.errors, IndexFormatError);
+pyo3::import_exception!(ordcore.errors, InternalError);
+
+/// The Python exception for a core error.
+pub fn to_pyerr(err: Error) -> PyErr {
+    match err {
+        Error::InvalidArgument { .. } => InvalidArgumentError::new_err(err.to_string()),
+        Error::Format(msg) => IndexFormatError::new_err(msg),
+        Error::Io(e) => PyOSError::new_err(e.to_string()),
+    }
+}
+
+/// A `ValueError` subclass for argument problems found in the binding layer itself.
+pub fn invalid(arg: &str, reason: impl std::fmt::Display) -> PyErr {
+    InvalidArgumentError::new_err(format!("{arg}: {reason}"))
+}
+
+/// The error for a Rust panic: a bug in ordcore, never a user's fault.
+pub fn panic_to_pyerr(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    InternalError::new_err(format!(
+        "internal error in ordcore (please report it): {msg}"
+    ))
+}
