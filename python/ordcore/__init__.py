@@ -7,12 +7,18 @@ serialization), :mod:`ordcore.hadamard`, :mod:`ordcore.packing`, :mod:`ordcore.a
 from __future__ import annotations
 
 from ordcore import _core
+from ordcore import ann, hadamard, packing, sfc
 from ordcore.errors import (
+    BQFitnessWarning,
     DTypeError,
+    GpuError,
     IndexFormatError,
     InternalError,
     InvalidArgumentError,
+    MissingDependencyError,
     OrdcoreError,
+    PluginConflictError,
+    UnknownComponentError,
 )
 
 __version__: str = _core.__version__
@@ -24,4 +30,13 @@ __all__ = [
     "DTypeError",
     "IndexFormatError",
     "InternalError",
+    "PluginConflictError",
+    "UnknownComponentError",
+    "MissingDependencyError",
+    "GpuError",
+    "BQFitnessWarning",
+    "ann",
+    "hadamard",
+    "packing",
+    "sfc",
 ]

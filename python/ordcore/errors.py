@@ -13,6 +13,11 @@ __all__ = [
     "DTypeError",
     "IndexFormatError",
     "InternalError",
+    "PluginConflictError",
+    "UnknownComponentError",
+    "MissingDependencyError",
+    "GpuError",
+    "BQFitnessWarning",
 ]
 
 
@@ -37,3 +42,29 @@ class IndexFormatError(OrdcoreError, ValueError):
 
 class InternalError(OrdcoreError, RuntimeError):
     """A bug in ordcore (a Rust panic caught at the boundary). Please report it."""
+
+
+class PluginConflictError(OrdcoreError):
+    """Two plugins registered the same ``(kind, name)``; the message names both providers."""
+
+
+class UnknownComponentError(OrdcoreError, KeyError):
+    """No registered component has that ``(kind, name)``; the message lists close matches."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingDependencyError(OrdcoreError, ImportError):
+    """A component or backend needs a package that is not installed; the message says what
+    to ``pip install``."""
+
+
+class GpuError(OrdcoreError, RuntimeError):
+    """A GPU path could not run (no CuPy, no device, a kernel failed to compile or launch);
+    the message carries the CUDA error text."""
+
+
+class BQFitnessWarning(UserWarning):
+    """Binary codes rank this data poorly under the chosen settings (see
+    :func:`ordcore.ann.bq_fitness`)."""

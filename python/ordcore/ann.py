@@ -1,0 +1,1 @@
+"""ordcore.ann (being written; see the README)."""

@@ -1,0 +1,1 @@
+"""ordcore.hadamard (being written; see the README)."""

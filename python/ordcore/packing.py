@@ -1,0 +1,1 @@
+"""ordcore.packing (being written; see the README)."""

@@ -1,0 +1,1 @@
+"""ordcore.sfc (being written; see the README)."""
