@@ -1,0 +1,105 @@
+"""Reading the file formats the command line accepts (vectors, lengths)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ordcore.errors import InvalidArgumentError
+
+__all__ = ["read_vectors", "read_lengths", "read_vecs"]
+
+_VECS_DTYPES = {".fvecs": np.dtype("<f4"), ".ivecs": np.dtype("<i4"), ".bvecs": np.dtype("u1")}
+
+
+def read_vecs(path: str | Path) -> npt.NDArray[np.generic]:
+    """Read a ``.fvecs`` / ``.ivecs`` / ``.bvecs`` file (the TEXMEX format of SIFT1M, GIST1M).
+
+    Each record is a little-endian int32 dimension ``d`` followed by ``d`` components
+    (float32, int32 or uint8). Returns an array of shape (N, d).
+
+    Raises
+    ------
+    InvalidArgumentError
+        If the extension is unknown, records disagree on ``d``, or the file is truncated.
+    """
+    path = Path(path)
+    dtype = _VECS_DTYPES.get(path.suffix.lower())
+    if dtype is None:
+        raise InvalidArgumentError(f"{path}: expected .fvecs, .ivecs or .bvecs")
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw.size == 0:
+        return np.empty((0, 0), dtype=dtype)
+    if raw.size < 4:
+        raise InvalidArgumentError(f"{path}: truncated (shorter than one record header)")
+    d = int(raw[:4].view("<i4")[0])
+    record = 4 + d * dtype.itemsize
+    if d < 1 or raw.size % record:
+        raise InvalidArgumentError(
+            f"{path}: size {raw.size} bytes is not a whole number of records of dimension {d}"
+        )
+    records = raw.reshape(-1, record)
+    dims = records[:, :4].copy().view("<i4").ravel()
+    bad = np.flatnonzero(dims != d)
+    if bad.size:
+        raise InvalidArgumentError(
+            f"{path}: record {bad[0]} has dimension {dims[bad[0]]}, the first has {d}"
+        )
+    return records[:, 4:].copy().view(dtype).astype(dtype.newbyteorder("="))
+
+
+def read_vectors(spec: str | Path) -> npt.NDArray[np.generic]:
+    """Read a 2-D array from ``.npy``, ``.npz`` (``file.npz`` with one array, or
+    ``file.npz:name``), ``.fvecs``, ``.ivecs`` or ``.bvecs``."""
+    text = str(spec)
+    name = None
+    if ".npz:" in text:
+        text, name = text.rsplit(":", 1)
+    path = Path(text)
+    if not path.is_file():
+        raise InvalidArgumentError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        arr = np.load(path, allow_pickle=False)
+    elif suffix == ".npz":
+        with np.load(path, allow_pickle=False) as data:
+            names = list(data.keys())
+            if name is None:
+                if len(names) != 1:
+                    raise InvalidArgumentError(
+                        f"{path}: holds arrays {names}; choose one as {path}:NAME"
+                    )
+                name = names[0]
+            if name not in names:
+                raise InvalidArgumentError(f"{path}: no array {name!r} (has {names})")
+            arr = data[name]
+    elif suffix in _VECS_DTYPES:
+        arr = read_vecs(path)
+    else:
+        raise InvalidArgumentError(
+            f"{path}: unknown format {suffix!r} (expected .npy, .npz, .fvecs, .ivecs, .bvecs)"
+        )
+    if arr.ndim != 2:
+        raise InvalidArgumentError(f"{path}: expected a 2-D array, got shape {arr.shape}")
+    return arr
+
+
+def read_lengths(path: str | Path) -> npt.NDArray[np.int64]:
+    """Read sequence lengths from ``.npy`` or a text file with one integer per line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgumentError(f"{path}: no such file")
+    if path.suffix.lower() == ".npy":
+        arr = np.load(path, allow_pickle=False)
+    else:
+        try:
+            arr = np.loadtxt(path, dtype=np.int64, ndmin=1)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"{path}: not one integer per line ({exc})") from None
+    if arr.ndim != 1 or arr.dtype.kind not in "iu":
+        raise InvalidArgumentError(
+            f"{path}: expected a 1-D integer array, got {arr.dtype} of shape {arr.shape}"
+        )
+    return arr.astype(np.int64)

@@ -1,0 +1,375 @@
+"""The ``ordcore`` command line (also ``python -m ordcore``).
+
+Subcommands: ``index build|search|eval|info``, ``pack``, ``scan``, ``plugins``, ``demo``.
+Errors print one line and exit with status 2; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ordcore.errors import OrdcoreError
+
+EXIT_USAGE = 2
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+# --------------------------------------------------------------------------- index
+
+
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    from ordcore import ann
+    from ordcore._io import read_vectors
+
+    X = read_vectors(args.vectors)
+    index = ann.BQGraphIndex(
+        X.shape[1],
+        metric=args.metric,
+        bits=args.bits,
+        R=args.R,
+        L_build=args.L_build,
+        alpha=args.alpha,
+        rotation=None if args.rotation == "none" else args.rotation,
+        seed=args.seed,
+    )
+    t0 = time.perf_counter()
+    index.add(X, num_threads=args.threads, progress=not args.quiet)
+    build_s = time.perf_counter() - t0
+    index.save(args.output)
+    mem = index.memory_usage()
+    print(f"vectors      {len(index):,}")
+    print(f"dimension    {X.shape[1]}")
+    print(f"build time   {build_s:.2f} s")
+    for part, nbytes in mem.items():
+        print(f"memory {part:<14}{_fmt_bytes(nbytes)}")
+    print(f"saved        {args.output}")
+    return 0
+
+
+def _load_index(path: str) -> Any:
+    from ordcore import ann
+
+    if not Path(path).is_file():
+        raise CliError(f"{path}: no such file")
+    return ann.BQGraphIndex.load(path)
+
+
+def _cmd_index_search(args: argparse.Namespace) -> int:
+    from ordcore._io import read_vectors
+
+    index = _load_index(args.index)
+    Q = read_vectors(args.queries)
+    ids, dists = index.search(Q, k=args.k, ef_search=args.ef_search, num_threads=args.threads)
+    if args.output:
+        np.savez(args.output, ids=ids, distances=dists)
+        print(f"wrote ids and distances {ids.shape} to {args.output}")
+    else:
+        for row in range(min(len(ids), 10)):
+            print(f"query {row}: " + " ".join(f"{i}:{d:.4f}" for i, d in zip(ids[row], dists[row])))
+        if len(ids) > 10:
+            print(f"... {len(ids) - 10} more queries (use -o RESULTS.npz)")
+    return 0
+
+
+def _cmd_index_eval(args: argparse.Namespace) -> int:
+    from ordcore import ann
+    from ordcore._io import read_vectors
+
+    index = _load_index(args.index)
+    Q = read_vectors(args.queries)
+    if args.truth:
+        truth = read_vectors(args.truth)[:, : args.k]
+        if truth.shape[0] != Q.shape[0]:
+            raise CliError(f"--truth has {truth.shape[0]} rows for {Q.shape[0]} queries")
+    else:
+        base = read_vectors(args.exact)
+        truth, _ = ann.exact_search(base, Q, args.k, metric=index.metric)
+    rows = []
+    for ef in args.ef_search:
+        t0 = time.perf_counter()
+        found, _ = index.search(Q, k=args.k, ef_search=ef, num_threads=args.threads)
+        elapsed = time.perf_counter() - t0
+        rows.append(
+            {"ef_search": ef, "recall": ann.recall_at_k(found, truth), "qps": len(Q) / elapsed}
+        )
+    if args.json:
+        print(json.dumps({"k": args.k, "results": rows}, indent=2))
+    else:
+        print(
+            _table(
+                ["ef_search", f"recall@{args.k}", "QPS"],
+                [(r["ef_search"], f"{r['recall']:.4f}", f"{r['qps']:,.0f}") for r in rows],
+            )
+        )
+    return 0
+
+
+def _cmd_index_info(args: argparse.Namespace) -> int:
+    index = _load_index(args.index)
+    for key, value in index.info().items():
+        print(f"{key:<16}{value}")
+    for part, nbytes in index.memory_usage().items():
+        print(f"memory {part:<9}{_fmt_bytes(nbytes)}")
+    return 0
+
+
+# --------------------------------------------------------------------------- pack
+
+
+def _print_pack_stats(lengths: np.ndarray, max_len: int, plan: Any, seconds: float) -> None:
+    stats = plan.stats
+    real = int(np.minimum(lengths, max_len).sum()) if len(lengths) else 0
+    unpacked_rows = int(np.ceil(np.maximum(lengths, 1) / max_len).sum())
+    print(f"sequences          {len(lengths):,} ({int(lengths.sum()):,} tokens)")
+    print(f"packs              {stats.num_packs:,} (unpacked: {unpacked_rows:,} rows)")
+    print(f"efficiency         {stats.efficiency:.4%}")
+    unpacked_eff = real / max(unpacked_rows * max_len, 1)
+    print(f"unpacked padding   {1 - unpacked_eff:.2%} -> packed padding {1 - stats.efficiency:.2%}")
+    print(f"lower bound        {stats.lower_bound:,} packs (Martello-Toth L2: {stats.lower_bound_l2:,})")
+    print(f"dropped tokens     {stats.dropped_tokens:,}; split sequences {stats.split_sequences:,}")
+    print(f"planning time      {seconds * 1e3:.1f} ms")
+
+
+def _cmd_pack(args: argparse.Namespace) -> int:
+    from ordcore import packing
+    from ordcore._io import read_lengths
+
+    lengths = read_lengths(args.lengths)
+    t0 = time.perf_counter()
+    plan = packing.pack(
+        lengths,
+        args.max_len,
+        algorithm=args.algorithm,
+        max_seqs_per_pack=args.max_seqs_per_pack,
+        overlong=args.overlong,
+    )
+    seconds = time.perf_counter() - t0
+    _print_pack_stats(lengths, args.max_len, plan, seconds)
+    if args.output:
+        plan.to_npz(args.output)
+        print(f"saved plan         {args.output}")
+    return 0
+
+
+# --------------------------------------------------------------------------- scan
+
+
+def _cmd_scan(args: argparse.Namespace) -> int:
+    from ordcore import sfc
+
+    order = sfc.scan_order(args.height, args.width, args.kind)
+    loc = sfc.locality(order, args.height, args.width)
+    print(f"{args.kind} scan of a {args.height}x{args.width} grid")
+    for key, value in loc._asdict().items():
+        print(f"{key:<22}{value:.4f}" if isinstance(value, float) else f"{key:<22}{value}")
+    if args.plot:
+        _plot_scan(order, args.height, args.width, args.kind, args.plot)
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'") from None
+    rows, cols = np.divmod(order, width)
+    fig, ax = plt.subplots(figsize=(max(3, width / 3), max(3, height / 3)))
+    ax.plot(cols, rows, "-", color="tab:blue", linewidth=1.5)
+    ax.scatter(cols[:1], rows[:1], color="tab:green", zorder=3, label="start")
+    ax.scatter(cols[-1:], rows[-1:], color="tab:red", zorder=3, label="end")
+    ax.set_xlim(-0.5, width - 0.5)
+    ax.set_ylim(height - 0.5, -0.5)
+    ax.set_aspect("equal")
+    ax.set_title(f"{kind} scan, {height}x{width}")
+    ax.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# --------------------------------------------------------------------------- plugins
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    from ordcore import plugins
+
+    return plugins.print_plugins()
+
+
+# --------------------------------------------------------------------------- parser
+
+_EXAMPLES = {
+    "build": "  ordcore index build base.fvecs -o sift.ordidx --metric l2 --rotation hadamard\n"
+    "  ordcore index build emb.npz:vectors -o emb.ordidx --metric cosine --R 32",
+    "search": "  ordcore index search emb.ordidx queries.npy -k 10 --ef-search 64 -o results.npz",
+    "eval": "  ordcore index eval sift.ordidx queries.fvecs --truth gt.ivecs -k 10 "
+    "--ef-search 16,32,64,128\n"
+    "  ordcore index eval emb.ordidx queries.npy --exact emb.npy -k 10 --json",
+    "info": "  ordcore index info emb.ordidx",
+    "pack": "  ordcore pack lengths.npy --max-len 8192 --algorithm lpfhp --overlong split\n"
+    "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz",
+    "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
+    "plugins": "  ordcore plugins",
+    "demo": "  ordcore demo",
+}
+
+
+def _parser_class(name: str) -> dict[str, Any]:
+    return {
+        "epilog": "examples:\n" + _EXAMPLES[name],
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ordcore import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="ordcore",
+        description="Order, pack, rotate and search vectors: ordcore's command line.",
+        epilog="run 'ordcore demo' to see every module on bundled real data",
+    )
+    parser.add_argument("--version", action="version", version=f"ordcore {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    index = sub.add_parser("index", help="build, search, evaluate and inspect BQ graph indexes")
+    isub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+
+    p = isub.add_parser("build", help="build an index from a vector file", **_parser_class("build"))
+    p.add_argument("vectors", help=".npy, .npz[:NAME], .fvecs, .bvecs or .ivecs")
+    p.add_argument("-o", "--output", required=True, help="index file to write")
+    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
+    p.add_argument("--bits", type=int, choices=[1, 2], default=2)
+    p.add_argument("--R", type=int, default=64, help="max degree R (default 64)")
+    p.add_argument("--L-build", type=int, default=128, help="build beam L (default 128)")
+    p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (default 1.2)")
+    p.add_argument("--rotation", choices=["none", "hadamard"], default="none")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_index_build)
+
+    p = isub.add_parser("search", help="search an index", **_parser_class("search"))
+    p.add_argument("index")
+    p.add_argument("queries", help=".npy, .npz[:NAME], .fvecs or .bvecs")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--ef-search", type=int, default=64)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-o", "--output", help="write ids and distances to this .npz")
+    p.set_defaults(func=_cmd_index_search)
+
+    p = isub.add_parser("eval", help="recall@k and QPS per ef_search", **_parser_class("eval"))
+    p.add_argument("index")
+    p.add_argument("queries")
+    truth = p.add_mutually_exclusive_group(required=True)
+    truth.add_argument("--truth", help="ground-truth ids (.npy or .ivecs), nearest first")
+    truth.add_argument("--exact", metavar="BASE", help="compute the truth by exact search")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--ef-search", type=_int_list, default=[16, 32, 64, 128])
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_index_eval)
+
+    p = isub.add_parser("info", help="print an index's parameters", **_parser_class("info"))
+    p.add_argument("index")
+    p.set_defaults(func=_cmd_index_info)
+
+    p = sub.add_parser("pack", help="plan sequence packing from lengths", **_parser_class("pack"))
+    p.add_argument("lengths", help=".npy or a text file with one length per line")
+    p.add_argument("--max-len", type=int, required=True)
+    p.add_argument(
+        "--algorithm", choices=["lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"], default="lpfhp"
+    )
+    p.add_argument("--max-seqs-per-pack", type=int, default=None)
+    p.add_argument("--overlong", choices=["error", "truncate", "split", "drop"], default="error")
+    p.add_argument("-o", "--output", help="write the plan to this .npz")
+    p.set_defaults(func=_cmd_pack)
+
+    p = sub.add_parser("scan", help="locality of a patch scan order", **_parser_class("scan"))
+    p.add_argument("--height", type=int, required=True)
+    p.add_argument("--width", type=int, required=True)
+    p.add_argument(
+        "--kind",
+        default="hilbert",
+        choices=["raster", "column", "snake", "snake_column", "hilbert", "morton", "spiral", "diagonal"],
+    )
+    p.add_argument("--plot", metavar="FILE.png", help="draw the path (needs matplotlib)")
+    p.set_defaults(func=_cmd_scan)
+
+    p = sub.add_parser("plugins", help="list plugins and components", **_parser_class("plugins"))
+    p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser("demo", help="every module on bundled real data", **_parser_class("demo"))
+    p.add_argument("--threads", type=int, default=None)
+    p.set_defaults(func=lambda a: _demo(a))
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ordcore.demo import run_demo
+
+    return run_demo(num_threads=args.threads)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ordcore`` console script. Returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.func(args)
+        return result
+    except (CliError, OrdcoreError, OSError, ValueError, TypeError, KeyError) as exc:
+        if args.debug:
+            raise
+        message = str(exc) if not isinstance(exc, KeyError) else str(exc.args[0])
+        print(f"ordcore: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ordcore: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

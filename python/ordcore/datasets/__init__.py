@@ -1,0 +1,79 @@
+"""Small real data sets bundled with ordcore (about 9 MB), for the demo and quick trials.
+
+- :func:`load_glosses`: 10,000 sentence embeddings (all-MiniLM-L6-v2, 384-d, unit norm,
+  float16) of WordNet 3.0 glosses with their texts, 200 query embeddings with their texts,
+  and each query's exact cosine top-10 among the 10,000.
+- :func:`load_doc_lengths`: token counts (OpenAI ``cl100k_base`` tokenizer) of 22,149 real
+  Linux man pages, a pretraining-style length distribution with a long tail.
+
+Source: derived by ``python -m ordcore.datasets.derive`` from the full sets described in
+the ordcore repository (100,000 gloss embeddings; man pages of Debian packages). WordNet 3.0
+is © 1996-2012 Princeton University (Cognitive Science Laboratory) and is redistributed
+under the WordNet licence, whose notice ships beside the data as ``WORDNET_LICENSE.txt``.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["Glosses", "load_glosses", "load_doc_lengths", "wordnet_license"]
+
+
+@dataclass(frozen=True)
+class Glosses:
+    """The bundled gloss embeddings.
+
+    Attributes
+    ----------
+    base : ndarray, shape (10000, 384), float16
+        Unit-norm sentence embeddings (cosine-native).
+    base_texts : list[str]
+        The gloss text of each base row.
+    queries : ndarray, shape (200, 384), float16
+        Query embeddings (other glosses, disjoint from the base).
+    query_texts : list[str]
+        The gloss text of each query.
+    truth : ndarray, shape (200, 10), int32
+        Exact cosine top-10 base rows per query, nearest first (ties: lower row first).
+    """
+
+    base: npt.NDArray[np.float16]
+    base_texts: list[str]
+    queries: npt.NDArray[np.float16]
+    query_texts: list[str]
+    truth: npt.NDArray[np.int32]
+
+
+def _read_lines(name: str) -> list[str]:
+    raw = resources.files(__name__).joinpath(name).read_bytes()
+    return gzip.decompress(raw).decode("utf-8").splitlines()
+
+
+def load_glosses() -> Glosses:
+    """Load the bundled WordNet gloss embeddings (see :class:`Glosses`)."""
+    with resources.as_file(resources.files(__name__).joinpath("glosses.npz")) as path:
+        with np.load(path) as data:
+            base, queries, truth = data["base"], data["queries"], data["truth"]
+    return Glosses(
+        base=base,
+        base_texts=_read_lines("glosses_base.txt.gz"),
+        queries=queries,
+        query_texts=_read_lines("glosses_queries.txt.gz"),
+        truth=truth,
+    )
+
+
+def load_doc_lengths() -> npt.NDArray[np.int64]:
+    """Token counts of 22,149 real man pages (int64, shape (22149,), cl100k_base tokens)."""
+    with resources.as_file(resources.files(__name__).joinpath("doclens_manpages.npy")) as path:
+        return np.load(path).astype(np.int64)
+
+
+def wordnet_license() -> str:
+    """The WordNet 3.0 licence notice that must accompany the gloss texts."""
+    return resources.files(__name__).joinpath("WORDNET_LICENSE.txt").read_text("utf-8")
