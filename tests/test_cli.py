@@ -1,0 +1,167 @@
+"""The ``ordcore`` command line: every subcommand, its errors and its file formats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ordcore import ann
+from ordcore._io import read_lengths, read_vecs, read_vectors
+from ordcore.cli import main
+
+
+def write_vecs(path: Path, arr: np.ndarray) -> None:
+    """Write the TEXMEX .fvecs/.ivecs/.bvecs layout: int32 dim, then the row."""
+    n, d = arr.shape
+    header = np.full((n, 1), d, dtype="<i4").view(np.uint8)
+    body = np.ascontiguousarray(arr).view(np.uint8).reshape(n, -1)
+    np.concatenate([header, body], axis=1).tofile(path)
+
+
+@pytest.fixture()
+def vectors(tmp_path: Path) -> tuple[Path, Path, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((600, 24)).astype(np.float32)
+    queries = rng.standard_normal((20, 24)).astype(np.float32)
+    np.save(tmp_path / "base.npy", base)
+    write_vecs(tmp_path / "queries.fvecs", queries)
+    return tmp_path / "base.npy", tmp_path / "queries.fvecs", base, queries
+
+
+def test_vecs_formats_round_trip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    for suffix, arr in (
+        (".fvecs", rng.standard_normal((7, 5)).astype("<f4")),
+        (".ivecs", rng.integers(-9, 9, (7, 5)).astype("<i4")),
+        (".bvecs", rng.integers(0, 255, (7, 5)).astype(np.uint8)),
+    ):
+        write_vecs(tmp_path / f"x{suffix}", arr)
+        np.testing.assert_array_equal(read_vecs(tmp_path / f"x{suffix}"), arr)
+
+
+def test_truncated_fvecs_is_a_clear_error(tmp_path: Path) -> None:
+    write_vecs(tmp_path / "x.fvecs", np.ones((3, 4), np.float32))
+    data = (tmp_path / "x.fvecs").read_bytes()
+    (tmp_path / "x.fvecs").write_bytes(data[:-1])
+    with pytest.raises(ValueError, match="whole number of records"):
+        read_vecs(tmp_path / "x.fvecs")
+
+
+def test_npz_needs_a_name_when_ambiguous(tmp_path: Path) -> None:
+    np.savez(tmp_path / "x.npz", a=np.ones((2, 3)), b=np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="choose one"):
+        read_vectors(tmp_path / "x.npz")
+    assert read_vectors(f"{tmp_path / 'x.npz'}:b").sum() == 0
+
+
+def test_lengths_text_file(tmp_path: Path) -> None:
+    (tmp_path / "l.txt").write_text("3\n5\n7\n")
+    np.testing.assert_array_equal(read_lengths(tmp_path / "l.txt"), [3, 5, 7])
+    (tmp_path / "bad.txt").write_text("3\nfive\n")
+    with pytest.raises(ValueError, match="one integer per line"):
+        read_lengths(tmp_path / "bad.txt")
+
+
+def test_index_build_search_eval_info(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base_path, query_path, base, queries = vectors
+    index_path = tmp_path / "x.ordidx"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "--metric", "l2",
+                 "--R", "16", "--L-build", "32", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "600" in out and "build time" in out
+    assert main(["index", "search", str(index_path), str(query_path), "-k", "5",
+                 "-o", str(tmp_path / "r.npz")]) == 0
+    with np.load(tmp_path / "r.npz") as r:
+        assert r["ids"].shape == (20, 5)
+    capsys.readouterr()
+    assert main(["index", "eval", str(index_path), str(query_path), "--exact", str(base_path),
+                 "-k", "5", "--ef-search", "8,64", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [r["ef_search"] for r in report["results"]] == [8, 64]
+    truth, _ = ann.exact_search(base, queries, 5, metric="l2")
+    assert report["results"][1]["recall"] >= 0.9
+    truth_path = tmp_path / "gt.npy"
+    np.save(truth_path, truth)
+    assert main(["index", "eval", str(index_path), str(query_path), "--truth", str(truth_path),
+                 "-k", "5", "--ef-search", "64"]) == 0
+    assert "recall@5" in capsys.readouterr().out
+    assert main(["index", "info", str(index_path)]) == 0
+    assert "l2" in capsys.readouterr().out
+
+
+def test_pack_and_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "l.txt").write_text("\n".join(str(v) for v in [5, 3, 8, 2, 9, 1] * 20))
+    assert main(["pack", str(tmp_path / "l.txt"), "--max-len", "10", "-o",
+                 str(tmp_path / "plan.npz")]) == 0
+    out = capsys.readouterr().out
+    assert "efficiency" in out and (tmp_path / "plan.npz").exists()
+    assert main(["scan", "--height", "14", "--width", "14", "--kind", "hilbert"]) == 0
+    assert "14x14" in capsys.readouterr().out
+
+
+def test_scan_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    assert main(["scan", "--height", "5", "--width", "7", "--kind", "snake",
+                 "--plot", str(tmp_path / "s.png")]) == 0
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["index", "info", "missing.ordidx"], "no such file"),
+        (["pack", "missing.npy", "--max-len", "8"], "no such file"),
+        (["scan", "--height", "0", "--width", "3"], "height"),
+    ],
+)
+def test_errors_are_one_line_with_status_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ordcore: error:") and message in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_wrong_dimension_and_bad_option(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base_path, _, _, _ = vectors
+    index_path = tmp_path / "x.ordidx"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "-q",
+                 "--R", "8", "--L-build", "16"]) == 0
+    np.save(tmp_path / "q.npy", np.ones((3, 7), np.float32))
+    capsys.readouterr()
+    assert main(["index", "search", str(index_path), str(tmp_path / "q.npy")]) == 2
+    assert "dim" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "build", str(base_path), "-o", "x", "--metric", "hamming"])
+    assert exc.value.code == 2
+
+
+def test_help_has_examples_and_module_entry_point() -> None:
+    for args in (["index", "build"], ["index", "eval"], ["pack"], ["scan"], ["demo"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ordcore", *args, "--help"],
+            capture_output=True, text=True, check=True,
+        )
+        assert "examples:" in proc.stdout
+
+
+def test_debug_shows_traceback() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ordcore", "--debug", "index", "info", "missing.ordidx"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
