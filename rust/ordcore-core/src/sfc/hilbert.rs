@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::morton::{gather, Spreader};
-use super::{check_width, decode_rows, encode_rows, Coord};
+use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
 use crate::Result;
 
 /// Skilling's `AxesToTranspose` followed by the bit interleave, for one point.
@@ -377,14 +377,14 @@ pub fn encode<T: Coord>(coords: &[T], ndim: usize, nbits: i64) -> Result<Vec<u64
     match ndim {
         2 => {
             let t = Table::get(2);
-            encode_rows(coords, 2, nbits, move |r| {
-                t.encode2(r[0].to_u64(), r[1].to_u64(), nbits)
+            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y]: [u64; 2]| t.encode2(x, y, nbits))
             })
         }
         3 => {
             let t = Table::get(3);
-            encode_rows(coords, 3, nbits, move |r| {
-                t.encode(&[r[0].to_u64(), r[1].to_u64(), r[2].to_u64()], nbits)
+            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |x: [u64; 3]| t.encode(&x, nbits))
             })
         }
         _ => encode_generic(coords, ndim, nbits),

@@ -6,7 +6,7 @@
 //! most significant, as in Point Transformer V3 / O-CNN's `xyz2key`). 2-D and 3-D use
 //! branch-free magic-number spreads; other `D` use a byte table.
 
-use super::{check_width, decode_rows, encode_rows, Coord};
+use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
 use crate::Result;
 
 /// Where coordinate 0 goes inside each `D`-bit group of a Morton code.
@@ -125,16 +125,33 @@ pub fn encode<T: Coord>(
         1 => encode_rows(coords, 1, nbits, |r| r[0].to_u64()),
         2 => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            encode_rows(coords, 2, nbits, move |r| {
-                (part1by1(r[0].to_u64()) << s0) | (part1by1(r[1].to_u64()) << s1)
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("bmi2") {
+                let (m0, m1) = (0x5555_5555_5555_5555u64 << s0, 0x5555_5555_5555_5555u64 << s1);
+                return encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                    // SAFETY: BMI2 is present (checked above).
+                    unsafe { bmi2::chunk2(o, c, m0, m1) }
+                });
+            }
+            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y]: [u64; 2]| (part1by1(x) << s0) | (part1by1(y) << s1))
             })
         }
         3 => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            encode_rows(coords, 3, nbits, move |r| {
-                (part1by2(r[0].to_u64()) << s0)
-                    | (part1by2(r[1].to_u64()) << 1)
-                    | (part1by2(r[2].to_u64()) << s2)
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("bmi2") {
+                let m = 0x1249_2492_4924_9249u64;
+                let ms = [m << s0, m << 1, m << s2];
+                return encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                    // SAFETY: BMI2 is present (checked above).
+                    unsafe { bmi2::chunk3(o, c, ms) }
+                });
+            }
+            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y, z]: [u64; 3]| {
+                    (part1by2(x) << s0) | (part1by2(y) << 1) | (part1by2(z) << s2)
+                })
             })
         }
         _ => {
@@ -180,6 +197,37 @@ pub fn decode<T: Coord>(codes: &[T], nbits: i64, ndim: usize, order: AxisOrder) 
                 *slot = gather(h >> pos, ndim, nbits);
             }
         }),
+    }
+}
+
+/// BMI2 `pdep` kernels (one instruction per coordinate), used when the CPU has BMI2.
+/// Masks are range-checked by the caller's OR-reduction, so masking away high bits of
+/// invalid values is harmless.
+#[cfg(target_arch = "x86_64")]
+mod bmi2 {
+    use super::{chunk_loop, Coord};
+    use std::arch::x86_64::_pdep_u64;
+    use std::mem::MaybeUninit;
+
+    #[target_feature(enable = "bmi2")]
+    pub(super) unsafe fn chunk2<T: Coord>(
+        out: &mut [MaybeUninit<u64>],
+        coords: &[T],
+        m0: u64,
+        m1: u64,
+    ) -> u64 {
+        chunk_loop(out, coords, |[x, y]: [u64; 2]| _pdep_u64(x, m0) | _pdep_u64(y, m1))
+    }
+
+    #[target_feature(enable = "bmi2")]
+    pub(super) unsafe fn chunk3<T: Coord>(
+        out: &mut [MaybeUninit<u64>],
+        coords: &[T],
+        m: [u64; 3],
+    ) -> u64 {
+        chunk_loop(out, coords, |[x, y, z]: [u64; 3]| {
+            _pdep_u64(x, m[0]) | _pdep_u64(y, m[1]) | _pdep_u64(z, m[2])
+        })
     }
 }
 
