@@ -55,6 +55,12 @@ def test_hilbert_1d_and_large_batches_use_all_paths() -> None:
     hc = hilbertcurve.HilbertCurve(p=64, n=1)
     assert [int(v) for v in sfc.hilbert_encode(x, 64)] == hc.distances_from_points(x.tolist())
     rng = np.random.default_rng(5)
+    for d, nbits in [(16, 4), (21, 3), (64, 1), (9, 7)]:  # the generic path at high D
+        pts = _random_points(rng, 10, d, nbits)
+        hc = hilbertcurve.HilbertCurve(p=nbits, n=d)
+        want = hc.distances_from_points(pts.tolist())
+        assert [int(v) for v in sfc.hilbert_encode(pts, nbits)] == want
+        assert np.array_equal(sfc.hilbert_decode(np.array(want, np.uint64), nbits, d), pts)
     pts = _random_points(rng, 50_000, 2, 16)
     single = sfc.hilbert_encode(pts, 16, num_threads=1)
     multi = sfc.hilbert_encode(pts, 16)

@@ -274,7 +274,7 @@ impl Table {
         static T3: OnceLock<Table> = OnceLock::new();
         match d {
             2 => T2.get_or_init(|| Table::build(2, 4)),
-            3 => T3.get_or_init(|| Table::build(3, 2)),
+            3 => T3.get_or_init(|| Table::build(3, 3)),
             _ => panic!("no Hilbert table for D = {d}"),
         }
     }
@@ -337,6 +337,38 @@ impl Table {
         h
     }
 
+    /// 3-D specialization of [`Table::encode`] (`L = 3` levels per lookup).
+    #[inline(always)]
+    fn encode3(&self, x0: u64, x1: u64, x2: u64, nbits: u32) -> u64 {
+        const K: u32 = 3;
+        let tab = &self.enc[K as usize - 1];
+        let mut shift = nbits;
+        let mut state = 0usize;
+        let mut h = 0u64;
+        let r = nbits % K;
+        if r != 0 {
+            shift -= r;
+            let m = (1u64 << r) - 1;
+            let idx = (state << (3 * r))
+                | ((((x0 >> shift) & m) << (2 * r))
+                    | (((x1 >> shift) & m) << r)
+                    | ((x2 >> shift) & m)) as usize;
+            let e = self.enc[r as usize - 1][idx];
+            h = (e >> STATE_BITS) as u64;
+            state = (e & STATE_MASK) as usize;
+        }
+        while shift > 0 {
+            shift -= K;
+            let idx = (state << 9)
+                | ((((x0 >> shift) & 7) << 6) | (((x1 >> shift) & 7) << 3) | ((x2 >> shift) & 7))
+                    as usize;
+            let e = tab[idx];
+            h = (h << 9) | (e >> STATE_BITS) as u64;
+            state = (e & STATE_MASK) as usize;
+        }
+        h
+    }
+
     /// Coordinates of one index, by table lookups.
     #[inline(always)]
     pub fn decode(&self, h: u64, out: &mut [u64], nbits: u32) {
@@ -385,7 +417,7 @@ pub fn encode<T: Coord>(coords: &[T], ndim: usize, nbits: i64) -> Result<Vec<u64
         3 => {
             let t = Table::get(3);
             encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |x: [u64; 3]| t.encode(&x, nbits))
+                chunk_loop(o, c, |[x, y, z]: [u64; 3]| t.encode3(x, y, z, nbits))
             })
         }
         _ => encode_generic(coords, ndim, nbits),

@@ -93,6 +93,11 @@ pub fn scan_order(height: i64, width: i64, kind: ScanKind) -> Result<Vec<i64>> {
         }
         ScanKind::Hilbert => gilbert(w, h, |x, y| out.push(y * w + x)),
         ScanKind::Morton => {
+            ensure!(
+                h <= 1 << 32 && w <= 1 << 32,
+                "height",
+                "morton scan needs height and width <= 2^32, got {h} x {w}"
+            );
             let mut keyed: Vec<(u64, i64)> = (0..n)
                 .map(|i| {
                     let (r, c) = ((i / w) as u64, (i % w) as u64);
