@@ -53,8 +53,11 @@ def structured_samples(d: int, blocks: int, x: np.ndarray, n_samples: int, seed:
 
 def uniform_samples(d: int, n_samples: int, rng: np.random.Generator) -> np.ndarray:
     """First 3 coordinates of n_samples uniform points on S^(d-1) (law of Q x, Q Haar)."""
-    g = rng.standard_normal((n_samples, d))
-    return (g / np.linalg.norm(g, axis=1, keepdims=True))[:, :3]
+    # g / ||g|| for g ~ N(0, I_d), drawing only the 3 coordinates we need and the squared
+    # norm of the other d - 3 as a chi-square variable (the same joint law).
+    g = rng.standard_normal((n_samples, 3))
+    rest = rng.chisquare(d - 3, n_samples)
+    return g / np.sqrt((g**2).sum(axis=1) + rest)[:, None]
 
 
 def ks_marginal(samples: np.ndarray, d: int) -> float:
