@@ -1,6 +1,13 @@
 # Hand-written stub of the Rust extension ordcore._core; checked by `python -m mypy.stubtest`.
 # One section per area, in the order of rust/ordcore-py/src/lib.rs.
 
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+# PyO3 fills the runtime __all__; each area's section appends its own names with `+=`.
+__all__ = ["__version__", "_in_forked_child"]
 __version__: str
 
 def _in_forked_child() -> bool: ...
@@ -11,8 +18,25 @@ def _in_forked_child() -> bool: ...
 
 from typing import final
 
-import numpy as np
 from numpy.typing import NDArray
+
+__all__ += [
+    "hadamard_fwht_f32",
+    "hadamard_fwht_f64",
+    "hadamard_fwht_inplace_f32",
+    "hadamard_fwht_inplace_f64",
+    "hadamard_srht_f32",
+    "hadamard_srht_f64",
+    "hadamard_srht_indices",
+    "hadamard_matrix",
+    "hadamard_is_supported_size",
+    "hadamard_next_supported_size",
+    "hadamard_prev_supported_size",
+    "hadamard_decompose",
+    "hadamard_supported_sizes",
+    "hadamard_unsupported_size_message",
+    "RandomizedHadamard",
+]
 
 def hadamard_fwht_f32(
     x: NDArray[np.float32],
