@@ -266,7 +266,7 @@ def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     Parameters
     ----------
     n : int
-        A supported size, at most 32768.
+        A supported size, at most 16384 (the dense matrix is meant for tests and for reading H_K).
     dtype : dtype
         Output dtype (any NumPy numeric dtype; default float64).
 
