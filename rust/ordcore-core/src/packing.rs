@@ -16,7 +16,7 @@
 //! `segment_ids`, `labels`, `cu_seqlens`).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
 
 use rayon::prelude::*;
 
@@ -25,7 +25,7 @@ use crate::{ensure, rng, Error, Result};
 /// Largest `max_len` accepted (token counts stay exact in `i32` `cu_seqlens` per row).
 pub const MAX_LEN_LIMIT: i64 = 1 << 30;
 /// Largest `max_len` for `bfd`, whose segment tree is indexed by free capacity.
-pub const BFD_MAX_LEN_LIMIT: i64 = 1 << 24;
+pub const BFD_MAX_LEN_LIMIT: i64 = 1 << 22;
 /// RNG stream used for the slot assignment of the histogram algorithms.
 const STREAM_ASSIGN: u64 = 0x5041_434B; // "PACK"
 
@@ -346,7 +346,7 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
     // Leaf c holds c when some open bin has exactly c free tokens, else 0; the leftmost leaf
     // with value >= s is therefore the smallest free capacity that fits s (best fit).
     let mut tree = MaxTree::new(max_len as usize + 1, |_| 0);
-    let mut by_free: HashMap<u32, BinaryHeap<Reverse<u32>>> = HashMap::new();
+    let mut by_free: Vec<BinaryHeap<Reverse<u32>>> = vec![BinaryHeap::new(); max_len as usize + 1];
     let mut free = Vec::<u32>::new();
     let mut count = Vec::<u32>::new();
     let mut bin_of = vec![0u32; size.len()];
@@ -355,10 +355,9 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
         let bin = match tree.leftmost_at_least(s) {
             Some(c) => {
                 let c = c as u32;
-                let heap = by_free.get_mut(&c).expect("tree and heaps agree");
-                let Reverse(b) = heap.pop().expect("non-empty heap");
+                let heap = &mut by_free[c as usize];
+                let Reverse(b) = heap.pop().expect("tree and heaps agree");
                 if heap.is_empty() {
-                    by_free.remove(&c);
                     tree.set(c as usize, 0);
                 }
                 b
@@ -375,7 +374,7 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
         bin_of[it as usize] = bin;
         let f = free[bu];
         if f > 0 && (count[bu] as usize) < limit {
-            let heap = by_free.entry(f).or_default();
+            let heap = &mut by_free[f as usize];
             if heap.is_empty() {
                 tree.set(f as usize, f);
             }
@@ -627,18 +626,35 @@ fn finish_plan(
     lengths: &[i64],
     opts: &PlanOptions,
 ) -> Result<Plan> {
+    // Every item lands in exactly one slot, so coverage comes from the items, which are in
+    // source order (a sequential pass instead of a random one over the slots).
+    ensure!(
+        slots.len() == items.seq.len(),
+        "plan",
+        "internal check failed: {} slots for {} segments",
+        slots.len(),
+        items.seq.len()
+    );
+    let mut covered = vec![0i64; lengths.len()];
+    let mut pieces = vec![0u32; lengths.len()];
+    for k in 0..items.seq.len() {
+        let i = items.seq[k] as usize;
+        covered[i] += items.stop[k] - items.start[k];
+        pieces[i] += 1;
+    }
+    let gather = |v: &[i64]| -> Vec<i64> { slots.iter().map(|&i| v[i]).collect() };
     let mut plan = Plan {
         max_len: opts.max_len,
         pad_to_multiple_of: opts.pad_to_multiple_of,
-        pack_offsets: offsets,
-        seq_index: slots.iter().map(|&i| items.seq[i]).collect(),
-        start: slots.iter().map(|&i| items.start[i]).collect(),
-        stop: slots.iter().map(|&i| items.stop[i]).collect(),
+        seq_index: gather(&items.seq),
+        start: gather(&items.start),
+        stop: gather(&items.stop),
         fragment: slots.iter().map(|&i| items.fragment[i]).collect(),
+        pack_offsets: offsets,
         lengths: lengths.to_vec(),
         stats: Stats::default(),
     };
-    plan.stats = compute_stats(&plan)?;
+    plan.stats = compute_stats_with(&plan, Some((covered, pieces)))?;
     Ok(plan)
 }
 
@@ -859,6 +875,13 @@ pub fn martello_toth_l2(hist: &[u64], cap: u64) -> u64 {
 
 /// Validates a plan's arrays against its lengths and computes its [`Stats`].
 pub fn compute_stats(plan: &Plan) -> Result<Stats> {
+    compute_stats_with(plan, None)
+}
+
+/// Per-sequence coverage `(tokens covered, number of slots)`.
+type Coverage = (Vec<i64>, Vec<u32>);
+
+fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> {
     let l = plan.max_len;
     ensure!(
         (1..=MAX_LEN_LIMIT).contains(&l),
@@ -884,8 +907,7 @@ pub fn compute_stats(plan: &Plan) -> Result<Stats> {
         "pack_offsets must start at 0 and end at the number of segments"
     );
     let n = plan.lengths.len();
-    let mut covered = vec![0i64; n];
-    let mut pieces = vec![0u32; n];
+    // Pack-level pass: sequential over the slots.
     let mut hist = vec![0u64; l as usize + 1];
     let mut real = 0u64;
     let mut deepest = 0u64;
@@ -897,24 +919,15 @@ pub fn compute_stats(plan: &Plan) -> Result<Stats> {
         );
         let mut used = 0i64;
         for k in off[p] as usize..off[p + 1] as usize {
-            let i = plan.seq_index[k];
-            ensure!(
-                i >= 0 && (i as usize) < n,
-                "plan",
-                "segment {k} refers to sequence {i}, out of range"
-            );
             let (a, b) = (plan.start[k], plan.stop[k]);
             ensure!(
-                0 <= a && a < b && b <= plan.lengths[i as usize],
+                0 <= a && a < b && b - a <= l,
                 "plan",
-                "segment {k} covers tokens {a}..{b} of sequence {i} of length {}",
-                plan.lengths[i as usize]
+                "segment {k} has an invalid token range {a}..{b}"
             );
-            let sz = round_up(b - a, m);
+            let sz = if m == 1 { b - a } else { round_up(b - a, m) };
             used += sz;
             hist[sz.min(l) as usize] += 1;
-            covered[i as usize] += b - a;
-            pieces[i as usize] += 1;
             real += (b - a) as u64;
         }
         ensure!(
@@ -924,6 +937,32 @@ pub fn compute_stats(plan: &Plan) -> Result<Stats> {
         );
         deepest = deepest.max((off[p + 1] - off[p]) as u64);
     }
+    let (covered, pieces) = match coverage {
+        Some(c) => c,
+        None => {
+            // Loading a plan from arrays: check every slot against its sequence.
+            let mut covered = vec![0i64; n];
+            let mut pieces = vec![0u32; n];
+            for k in 0..ns {
+                let i = plan.seq_index[k];
+                ensure!(
+                    i >= 0 && (i as usize) < n,
+                    "plan",
+                    "segment {k} refers to sequence {i}, out of range"
+                );
+                let (a, b) = (plan.start[k], plan.stop[k]);
+                ensure!(
+                    b <= plan.lengths[i as usize],
+                    "plan",
+                    "segment {k} covers tokens {a}..{b} of sequence {i} of length {}",
+                    plan.lengths[i as usize]
+                );
+                covered[i as usize] += b - a;
+                pieces[i as usize] += 1;
+            }
+            (covered, pieces)
+        }
+    };
     let mut s = Stats::default();
     for i in 0..n {
         let len = plan.lengths[i];
