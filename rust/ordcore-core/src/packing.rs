@@ -1164,16 +1164,20 @@ pub fn materialize(
     let mut real_sum = 0i64;
     let mut pad_sum = 0i64;
     let mut cursor = 0usize;
+    // Segment ids count 1..k within each output row (the whole batch for `Flat`).
+    let mut seg = 0i32;
     for (ri, &r) in rows.iter().enumerate() {
         if opts.layout == Layout::Rows {
             cursor = ri * width;
+            seg = 0;
         }
         let row_start = cursor;
         let (a, z) = (
             plan.pack_offsets[r as usize] as usize,
             plan.pack_offsets[r as usize + 1] as usize,
         );
-        for (seg, k) in (a..z).enumerate() {
+        for k in a..z {
+            seg += 1;
             let i = plan.seq_index[k] as usize;
             let (s, e) = (plan.start[k], plan.stop[k]);
             let len = (e - s) as usize;
@@ -1198,7 +1202,7 @@ pub fn materialize(
                 b.input_ids[o] = t;
                 b.labels[o] = if j == 0 { opts.label_ignore_index } else { t };
                 b.position_ids[o] = p0 + j as i64;
-                b.segment_ids[o] = seg as i32 + 1;
+                b.segment_ids[o] = seg;
             }
             // Per-sequence padding continues the sequence's positions.
             for j in len..padded {
