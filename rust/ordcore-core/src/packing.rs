@@ -147,19 +147,47 @@ pub struct Plan {
     pub pack_offsets: Vec<i64>,
     /// Source sequence index of each slot.
     pub seq_index: Vec<i64>,
-    /// First token (inclusive) of the source sequence taken by each slot.
+    /// First token (inclusive) of the source sequence taken by each slot. Empty in a
+    /// *whole* plan (every slot takes its whole sequence); use [`Plan::slot`].
     pub start: Vec<i64>,
-    /// Last token (exclusive).
+    /// Last token (exclusive); empty in a whole plan.
     pub stop: Vec<i64>,
-    /// Whether the slot is one fragment of a split sequence.
+    /// Whether the slot is one fragment of a split sequence; empty in a whole plan.
     pub fragment: Vec<bool>,
     /// Lengths of the source sequences (what `materialize` checks the tokens against).
     pub lengths: Vec<i64>,
     pub stats: Stats,
 }
 
+impl Plan {
+    /// Whether every slot takes its whole sequence (then `start`, `stop` and `fragment` are
+    /// stored empty: 0, the sequence length and `false`).
+    pub fn is_whole(&self) -> bool {
+        self.start.is_empty() && !self.seq_index.is_empty()
+    }
+
+    /// Token range `(start, stop)` of slot `k`.
+    #[inline]
+    pub fn slot(&self, k: usize) -> (i64, i64) {
+        if self.start.is_empty() {
+            (0, self.lengths[self.seq_index[k] as usize])
+        } else {
+            (self.start[k], self.stop[k])
+        }
+    }
+
+    /// Whether slot `k` is a fragment of a split sequence.
+    #[inline]
+    pub fn is_fragment(&self, k: usize) -> bool {
+        !self.fragment.is_empty() && self.fragment[k]
+    }
+}
+
 /// Segments to pack after the overlong policy (one per slot-to-be).
 struct Items {
+    /// Item `k` is the whole sequence `k` (no empty or overlong sequence); then `seq`,
+    /// `start`, `stop` and `fragment` are left empty and only `size` is stored.
+    identity: bool,
     seq: Vec<i64>,
     start: Vec<i64>,
     stop: Vec<i64>,
@@ -202,7 +230,31 @@ fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
     validate_options(opts)?;
     let l = opts.max_len;
     let m = opts.pad_to_multiple_of;
+    let fits = |len: i64| len >= 1 && len <= l;
+    let identity = if m == 1 {
+        lengths.iter().all(|&len| fits(len))
+    } else {
+        lengths
+            .iter()
+            .all(|&len| len >= 1 && round_up(len.min(l + 1), m) <= l)
+    };
+    if identity {
+        let size = if m == 1 {
+            lengths.iter().map(|&len| len as u32).collect()
+        } else {
+            lengths.iter().map(|&len| round_up(len, m) as u32).collect()
+        };
+        return Ok(Items {
+            identity: true,
+            seq: Vec::new(),
+            start: Vec::new(),
+            stop: Vec::new(),
+            fragment: Vec::new(),
+            size,
+        });
+    }
     let mut items = Items {
+        identity: false,
         seq: Vec::with_capacity(lengths.len()),
         start: Vec::with_capacity(lengths.len()),
         stop: Vec::with_capacity(lengths.len()),
@@ -601,7 +653,7 @@ fn csr_from_bins(
     bin_of: &[u32],
     nbins: usize,
     order: impl Iterator<Item = usize>,
-) -> (Vec<i64>, Vec<usize>) {
+) -> (Vec<i64>, Vec<u32>) {
     let mut offsets = vec![0i64; nbins + 1];
     for &b in bin_of {
         offsets[b as usize + 1] += 1;
@@ -610,10 +662,10 @@ fn csr_from_bins(
         offsets[b + 1] += offsets[b];
     }
     let mut cursor: Vec<i64> = offsets[..nbins].to_vec();
-    let mut slots = vec![0usize; bin_of.len()];
+    let mut slots = vec![0u32; bin_of.len()];
     for it in order {
         let b = bin_of[it] as usize;
-        slots[cursor[b] as usize] = it;
+        slots[cursor[b] as usize] = it as u32;
         cursor[b] += 1;
     }
     (offsets, slots)
@@ -622,45 +674,61 @@ fn csr_from_bins(
 fn finish_plan(
     items: Items,
     offsets: Vec<i64>,
-    slots: Vec<usize>,
+    slots: Vec<u32>,
     lengths: &[i64],
     opts: &PlanOptions,
 ) -> Result<Plan> {
-    // Every item lands in exactly one slot, so coverage comes from the items, which are in
-    // source order (a sequential pass instead of a random one over the slots).
     ensure!(
-        slots.len() == items.seq.len(),
+        slots.len() == items.size.len(),
         "plan",
         "internal check failed: {} slots for {} segments",
         slots.len(),
-        items.seq.len()
+        items.size.len()
     );
-    let mut covered = vec![0i64; lengths.len()];
-    let mut pieces = vec![0u32; lengths.len()];
-    for k in 0..items.seq.len() {
-        let i = items.seq[k] as usize;
-        covered[i] += items.stop[k] - items.start[k];
-        pieces[i] += 1;
-    }
-    let gather = |v: &[i64]| -> Vec<i64> { slots.iter().map(|&i| v[i]).collect() };
     let mut plan = Plan {
         max_len: opts.max_len,
         pad_to_multiple_of: opts.pad_to_multiple_of,
-        seq_index: gather(&items.seq),
-        start: gather(&items.start),
-        stop: gather(&items.stop),
-        fragment: slots.iter().map(|&i| items.fragment[i]).collect(),
+        seq_index: Vec::new(),
+        start: Vec::new(),
+        stop: Vec::new(),
+        fragment: Vec::new(),
         pack_offsets: offsets,
         lengths: lengths.to_vec(),
         stats: Stats::default(),
     };
-    plan.stats = compute_stats_with(&plan, Some((covered, pieces)))?;
+    let coverage = if items.identity {
+        plan.seq_index = slots.iter().map(|&i| i as i64).collect();
+        None
+    } else {
+        // Every item lands in exactly one slot, so coverage comes from the items, which are
+        // in source order (a sequential pass instead of a random one over the slots).
+        let mut covered = vec![0i64; lengths.len()];
+        let mut pieces = vec![0u32; lengths.len()];
+        for k in 0..items.seq.len() {
+            let i = items.seq[k] as usize;
+            covered[i] += items.stop[k] - items.start[k];
+            pieces[i] += 1;
+        }
+        let gather = |v: &[i64]| -> Vec<i64> { slots.iter().map(|&i| v[i as usize]).collect() };
+        plan.seq_index = gather(&items.seq);
+        plan.start = gather(&items.start);
+        plan.stop = gather(&items.stop);
+        plan.fragment = slots.iter().map(|&i| items.fragment[i as usize]).collect();
+        Some((covered, pieces))
+    };
+    plan.stats = compute_stats_with(&plan, Coverage::Trusted(coverage))?;
     Ok(plan)
 }
 
 /// Plans packs for `lengths` with one of the Rust algorithms.
 pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result<Plan> {
     let items = make_items(lengths, opts)?;
+    ensure!(
+        items.size.len() < u32::MAX as usize,
+        "lengths",
+        "at most {} segments can be planned at once",
+        u32::MAX - 1
+    );
     let max_len = opts.max_len as u32;
     let limit = opts.max_seqs_per_pack.unwrap_or(usize::MAX);
     match algorithm {
@@ -718,6 +786,12 @@ pub fn plan_from_recipe(
 ) -> Result<Plan> {
     let items = make_items(lengths, opts)?;
     ensure!(
+        items.size.len() < u32::MAX as usize,
+        "lengths",
+        "at most {} segments can be planned at once",
+        u32::MAX - 1
+    );
+    ensure!(
         recipe_offsets.len() == counts.len() + 1
             && recipe_offsets.first() == Some(&0)
             && recipe_offsets.windows(2).all(|w| w[0] <= w[1])
@@ -771,25 +845,25 @@ fn assign_recipe(
     for k in 1..start_of.len() {
         start_of[k] += start_of[k - 1];
     }
-    let mut grouped = vec![0usize; items.size.len()];
+    let mut grouped = vec![0u32; items.size.len()];
     {
         let mut cursor = start_of.clone();
         for (i, &s) in items.size.iter().enumerate() {
-            grouped[cursor[s as usize]] = i;
+            grouped[cursor[s as usize]] = i as u32;
             cursor[s as usize] += 1;
         }
     }
     let seed = opts.seed;
-    let mut groups: Vec<&mut [usize]> = Vec::with_capacity(max_len + 1);
+    let mut groups: Vec<&mut [u32]> = Vec::with_capacity(max_len + 1);
     {
-        let mut rest: &mut [usize] = &mut grouped;
+        let mut rest: &mut [u32] = &mut grouped;
         for s in 0..=max_len {
             let (head, tail) = rest.split_at_mut(start_of[s + 1] - start_of[s]);
             groups.push(head);
             rest = tail;
         }
     }
-    let shuffle = |(s, g): (usize, &mut &mut [usize])| {
+    let shuffle = |(s, g): (usize, &mut &mut [u32])| {
         // Fisher-Yates with the counter-based generator keyed by (seed, stream, size).
         let stream = STREAM_ASSIGN ^ ((s as u64) << 32);
         for i in (1..g.len()).rev() {
@@ -875,13 +949,19 @@ pub fn martello_toth_l2(hist: &[u64], cap: u64) -> u64 {
 
 /// Validates a plan's arrays against its lengths and computes its [`Stats`].
 pub fn compute_stats(plan: &Plan) -> Result<Stats> {
-    compute_stats_with(plan, None)
+    compute_stats_with(plan, Coverage::Check)
 }
 
-/// Per-sequence coverage `(tokens covered, number of slots)`.
-type Coverage = (Vec<i64>, Vec<u32>);
+/// How [`compute_stats_with`] learns which tokens of each sequence the plan covers.
+enum Coverage {
+    /// From the slots (loading a plan: every slot is checked against its sequence).
+    Check,
+    /// From the planner: per-sequence `(tokens covered, number of slots)`, or `None` when
+    /// every sequence is covered whole by exactly one slot.
+    Trusted(Option<(Vec<i64>, Vec<u32>)>),
+}
 
-fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> {
+fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
     let l = plan.max_len;
     ensure!(
         (1..=MAX_LEN_LIMIT).contains(&l),
@@ -896,7 +976,8 @@ fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> 
     );
     let ns = plan.seq_index.len();
     ensure!(
-        plan.start.len() == ns && plan.stop.len() == ns && plan.fragment.len() == ns,
+        (plan.start.len() == ns && plan.stop.len() == ns && plan.fragment.len() == ns)
+            || (plan.start.is_empty() && plan.stop.is_empty() && plan.fragment.is_empty()),
         "plan",
         "seq_index, start, stop and fragment must have the same length"
     );
@@ -919,7 +1000,13 @@ fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> 
         );
         let mut used = 0i64;
         for k in off[p] as usize..off[p + 1] as usize {
-            let (a, b) = (plan.start[k], plan.stop[k]);
+            let i = plan.seq_index[k];
+            ensure!(
+                i >= 0 && (i as usize) < n,
+                "plan",
+                "segment {k} refers to sequence {i}, out of range"
+            );
+            let (a, b) = plan.slot(k);
             ensure!(
                 0 <= a && a < b && b - a <= l,
                 "plan",
@@ -937,9 +1024,11 @@ fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> 
         );
         deepest = deepest.max((off[p + 1] - off[p]) as u64);
     }
+    let mut s = Stats::default();
     let (covered, pieces) = match coverage {
-        Some(c) => c,
-        None => {
+        Coverage::Trusted(Some(c)) => c,
+        Coverage::Trusted(None) => (Vec::new(), Vec::new()),
+        Coverage::Check => {
             // Loading a plan from arrays: check every slot against its sequence.
             let mut covered = vec![0i64; n];
             let mut pieces = vec![0u32; n];
@@ -950,7 +1039,7 @@ fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> 
                     "plan",
                     "segment {k} refers to sequence {i}, out of range"
                 );
-                let (a, b) = (plan.start[k], plan.stop[k]);
+                let (a, b) = plan.slot(k);
                 ensure!(
                     b <= plan.lengths[i as usize],
                     "plan",
@@ -963,29 +1052,31 @@ fn compute_stats_with(plan: &Plan, coverage: Option<Coverage>) -> Result<Stats> 
             (covered, pieces)
         }
     };
-    let mut s = Stats::default();
-    for i in 0..n {
-        let len = plan.lengths[i];
-        ensure!(
-            len >= 0,
-            "lengths",
-            "sequence {i} has negative length {len}"
-        );
-        ensure!(
-            covered[i] <= len,
-            "plan",
-            "sequence {i} is covered more than once"
-        );
-        if len == 0 {
-            s.empty_sequences += 1;
-        } else if pieces[i] == 0 {
-            s.dropped_sequences += 1;
-        } else if pieces[i] > 1 {
-            s.split_sequences += 1;
-        } else if covered[i] < len {
-            s.truncated_sequences += 1;
+    if !covered.is_empty() || ns == 0 {
+        for i in 0..n {
+            let len = plan.lengths[i];
+            let (c, p) = if covered.is_empty() {
+                (0, 0)
+            } else {
+                (covered[i], pieces[i])
+            };
+            ensure!(
+                len >= 0,
+                "lengths",
+                "sequence {i} has negative length {len}"
+            );
+            ensure!(c <= len, "plan", "sequence {i} is covered more than once");
+            if len == 0 {
+                s.empty_sequences += 1;
+            } else if p == 0 {
+                s.dropped_sequences += 1;
+            } else if p > 1 {
+                s.split_sequences += 1;
+            } else if c < len {
+                s.truncated_sequences += 1;
+            }
+            s.dropped_tokens += (len - c) as u64;
         }
-        s.dropped_tokens += (len - covered[i]) as u64;
     }
     s.num_fragments = plan.fragment.iter().filter(|&&f| f).count() as u64;
     let packs = (off.len() - 1) as u64;
@@ -1128,7 +1219,10 @@ pub fn materialize(
             plan.pack_offsets[r as usize + 1] as usize,
         );
         let used: i64 = (a..b)
-            .map(|k| round_up(plan.stop[k] - plan.start[k], m))
+            .map(|k| {
+                let (a, b) = plan.slot(k);
+                round_up(b - a, m)
+            })
             .sum();
         if opts.layout == Layout::Rows {
             ensure!(
@@ -1179,7 +1273,7 @@ pub fn materialize(
         for k in a..z {
             seg += 1;
             let i = plan.seq_index[k] as usize;
-            let (s, e) = (plan.start[k], plan.stop[k]);
+            let (s, e) = plan.slot(k);
             let len = (e - s) as usize;
             let padded = round_up(e - s, m) as usize;
             let src = &values[(offsets[i] + s) as usize..(offsets[i] + e) as usize];

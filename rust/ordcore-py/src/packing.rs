@@ -103,17 +103,30 @@ impl PyPlan {
 
     #[getter]
     fn start<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        PyArray1::from_slice(py, &self.inner.start)
+        let p = &self.inner;
+        if p.is_whole() {
+            return vec![0i64; p.seq_index.len()].into_pyarray(py);
+        }
+        PyArray1::from_slice(py, &p.start)
     }
 
     #[getter]
     fn stop<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        PyArray1::from_slice(py, &self.inner.stop)
+        let p = &self.inner;
+        if p.is_whole() {
+            let v: Vec<i64> = (0..p.seq_index.len()).map(|k| p.slot(k).1).collect();
+            return v.into_pyarray(py);
+        }
+        PyArray1::from_slice(py, &p.stop)
     }
 
     #[getter]
     fn fragment<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<bool>> {
-        PyArray1::from_slice(py, &self.inner.fragment)
+        let p = &self.inner;
+        if p.is_whole() {
+            return vec![false; p.seq_index.len()].into_pyarray(py);
+        }
+        PyArray1::from_slice(py, &p.fragment)
     }
 
     #[getter]
