@@ -716,7 +716,21 @@ fn finish_plan(
         plan.fragment = slots.iter().map(|&i| items.fragment[i as usize]).collect();
         Some((covered, pieces))
     };
-    plan.stats = compute_stats_with(&plan, Coverage::Trusted(coverage))?;
+    let real_tokens = if items.identity {
+        lengths.iter().map(|&x| x as u64).sum()
+    } else {
+        (0..items.seq.len())
+            .map(|k| (items.stop[k] - items.start[k]) as u64)
+            .sum()
+    };
+    plan.stats = compute_stats_with(
+        &plan,
+        Coverage::Trusted {
+            per_seq: coverage,
+            sizes: &items.size,
+            real_tokens,
+        },
+    )?;
     Ok(plan)
 }
 
@@ -953,12 +967,18 @@ pub fn compute_stats(plan: &Plan) -> Result<Stats> {
 }
 
 /// How [`compute_stats_with`] learns which tokens of each sequence the plan covers.
-enum Coverage {
+enum Coverage<'a> {
     /// From the slots (loading a plan: every slot is checked against its sequence).
     Check,
-    /// From the planner: per-sequence `(tokens covered, number of slots)`, or `None` when
-    /// every sequence is covered whole by exactly one slot.
-    Trusted(Option<(Vec<i64>, Vec<u32>)>),
+    /// From the planner, whose packs fit by construction (the tests check them
+    /// independently): per-sequence `(tokens covered, number of slots)` (`None` when every
+    /// sequence is covered whole by exactly one slot), the planned size of every segment and
+    /// the number of real tokens. Avoids a random-access pass over the slots.
+    Trusted {
+        per_seq: Option<(Vec<i64>, Vec<u32>)>,
+        sizes: &'a [u32],
+        real_tokens: u64,
+    },
 }
 
 fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
@@ -988,11 +1008,30 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
         "pack_offsets must start at 0 and end at the number of segments"
     );
     let n = plan.lengths.len();
-    // Pack-level pass: sequential over the slots.
     let mut hist = vec![0u64; l as usize + 1];
     let mut real = 0u64;
     let mut deepest = 0u64;
-    for p in 0..off.len() - 1 {
+    let (coverage, checked) = match coverage {
+        Coverage::Trusted {
+            per_seq,
+            sizes,
+            real_tokens,
+        } => {
+            for &sz in sizes {
+                hist[sz as usize] += 1;
+            }
+            real = real_tokens;
+            deepest = off
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as u64)
+                .max()
+                .unwrap_or(0);
+            (Some(per_seq), false)
+        }
+        Coverage::Check => (None, true),
+    };
+    // Pack-level pass over the slots (loading only).
+    for p in 0..(off.len() - 1) * checked as usize {
         ensure!(
             off[p] < off[p + 1],
             "plan",
@@ -1026,9 +1065,9 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
     }
     let mut s = Stats::default();
     let (covered, pieces) = match coverage {
-        Coverage::Trusted(Some(c)) => c,
-        Coverage::Trusted(None) => (Vec::new(), Vec::new()),
-        Coverage::Check => {
+        Some(Some(c)) => c,
+        Some(None) => (Vec::new(), Vec::new()),
+        None => {
             // Loading a plan from arrays: check every slot against its sequence.
             let mut covered = vec![0i64; n];
             let mut pieces = vec![0u32; n];
