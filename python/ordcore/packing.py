@@ -13,7 +13,10 @@ Algorithms
     implementations (``spfhp.py``, ``lpfhp.py`` with ``distribute=True``) and reproduce the
     paper's pack counts exactly; NNLSHP solves the paper's weighted non-negative least squares
     problem with :func:`scipy.optimize.nnls`. They pack counts per length; real sequence indices
-    are then assigned to slots by a shuffle within each length keyed by ``seed``.
+    are then assigned to slots by a shuffle within each length keyed by ``seed``. Faithful to
+    the reference, SPFHP places a whole length group at once and never puts two sequences of
+    the same length into one pack, so it packs poorly when ``max_len`` is many times the
+    typical length (21% on WordNet glosses at 2048); LPFHP has no such weakness.
 ``bfd`` / ``ffd``
     Item-wise best-fit / first-fit decreasing in O(n log L) / O(n log n): a max segment tree
     over free capacity (the structure TRL's ``pack_dataset(strategy="bfd")`` uses) and a max

@@ -1449,6 +1449,34 @@ mod tests {
         assert!(Algorithm::parse("xx").is_err());
     }
 
+    #[test]
+    fn materialize_positions_labels_and_padding() {
+        let mut o = opts(8);
+        o.pad_to_multiple_of = 4;
+        let p = plan(&[3, 2], Algorithm::Nf, &o).unwrap();
+        let values = [5, 6, 7, 8, 9];
+        let offsets = [0, 3, 5];
+        let m = MaterializeOptions {
+            layout: Layout::Rows,
+            pad_id: 1,
+            position_ids_start: 2,
+            continue_fragment_positions: false,
+            pad_to_multiple_of: 4,
+            label_ignore_index: -100,
+            token_min: i64::MIN,
+            token_max: i64::MAX,
+        };
+        let b = materialize(&p, &values, &offsets, &[0], &m).unwrap();
+        assert_eq!(b.input_ids, [5, 6, 7, 1, 8, 9, 1, 1]);
+        assert_eq!(b.position_ids, [2, 3, 4, 5, 2, 3, 4, 5]);
+        assert_eq!(b.segment_ids, [1, 1, 1, 0, 2, 2, 0, 0]);
+        assert_eq!(b.labels, [-100, 6, 7, -100, -100, 9, -100, -100]);
+        assert_eq!(b.cu_seqlens, [0, 3, 5]);
+        assert_eq!(b.cu_seqlens_padded, [0, 4, 8]);
+        // Lengths that disagree with the plan are rejected.
+        assert!(materialize(&p, &values[..4], &[0, 3, 4], &[0], &m).is_err());
+    }
+
     proptest! {
         #[test]
         fn every_plan_is_valid(lens in proptest::collection::vec(1i64..40, 0..200), l in 1i64..50, k in 1usize..6) {
