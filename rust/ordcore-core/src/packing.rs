@@ -881,7 +881,10 @@ fn assign_recipe(
         // Fisher-Yates with the counter-based generator keyed by (seed, stream, size).
         let stream = STREAM_ASSIGN ^ ((s as u64) << 32);
         for i in (1..g.len()).rev() {
-            let j = (rng::counter_u64(seed, stream, i as u64) % (i as u64 + 1)) as usize;
+            // Multiply-shift maps the 64-bit draw to 0..=i (bias below 2^-30 for any
+            // realistic group; avoids a 64-bit division per swap).
+            let r = rng::counter_u64(seed, stream, i as u64);
+            let j = ((r as u128 * (i as u128 + 1)) >> 64) as usize;
             g.swap(i, j);
         }
     };
