@@ -169,6 +169,7 @@ def test_martello_toth_l2_beats_sum_bound() -> None:
     # Three items of 6 at capacity 10: ceil(18/10) = 2 but L2 = 3 (and 3 is optimal).
     s = pack([6, 6, 6], 10, algorithm="bfd").stats
     assert (s.lower_bound_sum, s.lower_bound_l2, s.num_packs) == (2, 3, 3)
+    assert s.lower_bound == s.lower_bound_sum
     assert s.packs_over_lower_bound_l2 == 1.0
 
 

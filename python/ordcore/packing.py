@@ -105,6 +105,11 @@ class PlanStats:
     num_fragments: int
     empty_sequences: int
 
+    @property
+    def lower_bound(self) -> int:
+        """The simple lower bound ``ceil(sum / max_len)`` (alias of ``lower_bound_sum``)."""
+        return self.lower_bound_sum
+
 
 _PLAN_ARRAYS = ("pack_offsets", "seq_index", "start", "stop", "fragment", "lengths")
 
