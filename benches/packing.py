@@ -212,6 +212,8 @@ def main() -> None:
         trl_bins, trl_secs = timed(lambda: trl_bfd(sub, cap))
         ob, ob_secs = timed(lambda: pack(sub, cap, algorithm="bfd"), args.repeat)
         note = f"subsample of {trl_n:,}" if trl_n < n else ""
+        same = [p.tolist() for p in ob] == trl_bins
+        note = (note + "; " if note else "") + f"packs identical to ordcore bfd: {same}"
         r = record(name, trl_n, "trl-bfd-py", len(trl_bins), int(sub.sum()), cap, trl_secs, note)
         r["ordcore_bfd_same_input_s"] = ob_secs
         r["ordcore_bfd_same_input_packs"] = ob.num_packs

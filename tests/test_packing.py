@@ -25,22 +25,29 @@ def _decreasing(lengths: list[int]) -> list[int]:
 
 
 def ref_fit(lengths: list[int], cap: int, limit: int | None, best: bool) -> list[list[int]]:
-    """O(n^2) best-fit / first-fit decreasing; ties to the earliest-opened bin."""
+    """O(n^2) best-fit / first-fit decreasing over lengths sorted descending (ties by index).
+
+    First fit: the earliest-opened bin that fits. Best fit: the least free space that fits;
+    among equals, the bin that has had that free space the longest (TRL's FIFO deque per
+    free space)."""
     bins: list[list[int]] = []
     free: list[int] = []
-    for i in _decreasing(lengths):
+    since: list[int] = []
+    for step, i in enumerate(_decreasing(lengths)):
         s = lengths[i]
         fits = [
             b for b in range(len(bins)) if free[b] >= s and (limit is None or len(bins[b]) < limit)
         ]
         if fits:
-            b = min(fits, key=lambda b: (free[b], b)) if best else fits[0]
+            b = min(fits, key=lambda b: (free[b], since[b])) if best else fits[0]
         else:
             bins.append([])
             free.append(cap)
+            since.append(step)
             b = len(bins) - 1
         bins[b].append(i)
         free[b] -= s
+        since[b] = step
     return bins
 
 

@@ -20,7 +20,9 @@ Algorithms
 ``bfd`` / ``ffd``
     Item-wise best-fit / first-fit decreasing in O(n log L) / O(n log n): a max segment tree
     over free capacity (the structure TRL's ``pack_dataset(strategy="bfd")`` uses) and a max
-    segment tree over bins. Ties go to the earliest-opened bin; equal lengths keep input order.
+    segment tree over bins. Equal lengths keep input order; ``ffd`` ties go to the
+    earliest-opened bin, ``bfd`` ties to the bin that has had that free space the longest
+    (TRL's FIFO per free space, so the packs equal TRL's ``_pack_bfd``).
 ``nf``
     Next fit in input order, for data whose order must be kept.
 

@@ -16,7 +16,7 @@
 //! `segment_ids`, `labels`, `cu_seqlens`).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap};
+use std::collections::{BTreeSet, VecDeque};
 
 use rayon::prelude::*;
 
@@ -398,7 +398,10 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
     // Leaf c holds c when some open bin has exactly c free tokens, else 0; the leftmost leaf
     // with value >= s is therefore the smallest free capacity that fits s (best fit).
     let mut tree = MaxTree::new(max_len as usize + 1, |_| 0);
-    let mut by_free: Vec<BinaryHeap<Reverse<u32>>> = vec![BinaryHeap::new(); max_len as usize + 1];
+    // Bins with the same free capacity wait in FIFO order (TRL's `space_to_bin` deque): a
+    // tie goes to the bin that has had that free capacity the longest. O(1) per operation,
+    // where a min-heap by bin id costs a cache-missing O(log n) on large inputs.
+    let mut by_free: Vec<VecDeque<u32>> = vec![VecDeque::new(); max_len as usize + 1];
     let mut free = Vec::<u32>::new();
     let mut count = Vec::<u32>::new();
     let mut bin_of = vec![0u32; size.len()];
@@ -407,9 +410,9 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
         let bin = match tree.leftmost_at_least(s) {
             Some(c) => {
                 let c = c as u32;
-                let heap = &mut by_free[c as usize];
-                let Reverse(b) = heap.pop().expect("tree and heaps agree");
-                if heap.is_empty() {
+                let queue = &mut by_free[c as usize];
+                let b = queue.pop_front().expect("tree and queues agree");
+                if queue.is_empty() {
                     tree.set(c as usize, 0);
                 }
                 b
@@ -426,11 +429,11 @@ fn best_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> Result<(Vec<
         bin_of[it as usize] = bin;
         let f = free[bu];
         if f > 0 && (count[bu] as usize) < limit {
-            let heap = &mut by_free[f as usize];
-            if heap.is_empty() {
+            let queue = &mut by_free[f as usize];
+            if queue.is_empty() {
                 tree.set(f as usize, f);
             }
-            heap.push(Reverse(bin));
+            queue.push_back(bin);
         }
     }
     Ok((bin_of, free.len()))
