@@ -370,7 +370,11 @@ impl MaxTree {
         self.t[i] = v;
         while i > 1 {
             i /= 2;
-            self.t[i] = self.t[2 * i].max(self.t[2 * i + 1]);
+            let m = self.t[2 * i].max(self.t[2 * i + 1]);
+            if self.t[i] == m {
+                break; // ancestors are unchanged too
+            }
+            self.t[i] = m;
         }
     }
 
@@ -381,7 +385,8 @@ impl MaxTree {
         }
         let mut i = 1;
         while i < self.size {
-            i = if self.t[2 * i] >= x { 2 * i } else { 2 * i + 1 };
+            // Branch-free descent: go right exactly when the left subtree cannot fit x.
+            i = 2 * i + (self.t[2 * i] < x) as usize;
         }
         Some(i - self.size)
     }
