@@ -135,6 +135,15 @@ class RandomizedHadamard:
 
 # --- packing ---
 
+__all__ += [
+    "PackingPlan",
+    "packing_count_strategies",
+    "packing_materialize",
+    "packing_plan",
+    "packing_plan_from_recipe",
+    "packing_planned_histogram",
+]
+
 from typing import Any, final
 
 import numpy as np

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -11,10 +12,10 @@ from ordcore.errors import InvalidArgumentError
 
 __all__ = ["read_vectors", "read_lengths", "read_vecs"]
 
-_VECS_DTYPES = {".fvecs": np.dtype("<f4"), ".ivecs": np.dtype("<i4"), ".bvecs": np.dtype("u1")}
+_VECS_DTYPES: dict[str, np.dtype[Any]] = {".fvecs": np.dtype("<f4"), ".ivecs": np.dtype("<i4"), ".bvecs": np.dtype("u1")}
 
 
-def read_vecs(path: str | Path) -> npt.NDArray[np.generic]:
+def read_vecs(path: str | Path) -> npt.NDArray[Any]:
     """Read a ``.fvecs`` / ``.ivecs`` / ``.bvecs`` file (the TEXMEX format of SIFT1M, GIST1M).
 
     Each record is a little-endian int32 dimension ``d`` followed by ``d`` components
@@ -50,7 +51,7 @@ def read_vecs(path: str | Path) -> npt.NDArray[np.generic]:
     return records[:, 4:].copy().view(dtype).astype(dtype.newbyteorder("="))
 
 
-def read_vectors(spec: str | Path) -> npt.NDArray[np.generic]:
+def read_vectors(spec: str | Path) -> npt.NDArray[Any]:
     """Read a 2-D array from ``.npy``, ``.npz`` (``file.npz`` with one array, or
     ``file.npz:name``), ``.fvecs``, ``.ivecs`` or ``.bvecs``."""
     text = str(spec)
@@ -62,7 +63,7 @@ def read_vectors(spec: str | Path) -> npt.NDArray[np.generic]:
         raise InvalidArgumentError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        arr = np.load(path, allow_pickle=False)
+        arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
     elif suffix == ".npz":
         with np.load(path, allow_pickle=False) as data:
             names = list(data.keys())
@@ -83,7 +84,8 @@ def read_vectors(spec: str | Path) -> npt.NDArray[np.generic]:
         )
     if arr.ndim != 2:
         raise InvalidArgumentError(f"{path}: expected a 2-D array, got shape {arr.shape}")
-    return arr
+    result: npt.NDArray[Any] = arr
+    return result
 
 
 def read_lengths(path: str | Path) -> npt.NDArray[np.int64]:
@@ -102,4 +104,5 @@ def read_lengths(path: str | Path) -> npt.NDArray[np.int64]:
         raise InvalidArgumentError(
             f"{path}: expected a 1-D integer array, got {arr.dtype} of shape {arr.shape}"
         )
-    return arr.astype(np.int64)
+    lengths: npt.NDArray[np.int64] = arr.astype(np.int64)
+    return lengths

@@ -262,6 +262,12 @@ def _parser_class(name: str) -> dict[str, Any]:
     }
 
 
+def _scan_kinds() -> list[str]:
+    from ordcore.sfc import SCAN_KINDS
+
+    return list(SCAN_KINDS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ordcore import __version__
 
@@ -333,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--kind",
         default="hilbert",
-        choices=["raster", "column", "snake", "snake_column", "hilbert", "morton", "spiral", "diagonal"],
+        choices=_scan_kinds(),
     )
     p.add_argument("--plot", metavar="FILE.png", help="draw the path (needs matplotlib)")
     p.set_defaults(func=_cmd_scan)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from typing import get_args
 
 import numpy as np
 
@@ -19,7 +20,6 @@ from ordcore import ann, datasets, hadamard, packing, sfc
 
 __all__ = ["run_demo"]
 
-SCAN_KINDS = ("raster", "column", "snake", "snake_column", "hilbert", "morton", "spiral", "diagonal")
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> str:
@@ -99,7 +99,7 @@ def _demo_packing() -> None:
 def _demo_scan() -> None:
     _section("3. Patch scan orders on a 14x14 grid")
     rows = []
-    for kind in SCAN_KINDS:
+    for kind in get_args(sfc.ScanKind):
         loc = sfc.locality(sfc.scan_order(14, 14, kind), 14, 14)
         values = loc._asdict()
         rows.append([kind] + [f"{v:.3f}" if isinstance(v, float) else str(v) for v in values.values()])

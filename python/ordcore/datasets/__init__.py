@@ -71,7 +71,8 @@ def load_glosses() -> Glosses:
 def load_doc_lengths() -> npt.NDArray[np.int64]:
     """Token counts of 22,149 real man pages (int64, shape (22149,), cl100k_base tokens)."""
     with resources.as_file(resources.files(__name__).joinpath("doclens_manpages.npy")) as path:
-        return np.load(path).astype(np.int64)
+        lengths: npt.NDArray[np.int64] = np.load(path).astype(np.int64)
+    return lengths
 
 
 def wordnet_license() -> str:
