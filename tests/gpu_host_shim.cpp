@@ -2,6 +2,8 @@
 // tests/test_gpu_host.py can check the kernels' arithmetic against hilbertcurve, pymorton
 // and NumPy on a machine without a GPU. Built with: g++ -O1 -shared -fPIC -I<kernels dir>.
 #define ORDCORE_HOST_TEST 1
+#include <cmath>
+#include <vector>
 #define ORDCORE_HD inline
 #include "sfc.cu"
 #include "hadamard.cu"
@@ -88,3 +90,41 @@ void shim_code_distances(const ord_u64* a, ord_i64 na, const ord_u64* b, ord_i64
 }
 
 }  // extern "C"
+
+extern "C" {
+void shim_ann_normalize(const float* x, ord_i64 n, int D, float* out) {
+  for (ord_i64 r = 0; r < n; ++r) ann_normalize_row(x + r * D, D, out + r * D);
+}
+void shim_ann_encode(const float* x, ord_i64 n, int D, int bits, int W, ord_u64* codes) {
+  for (ord_i64 r = 0; r < n; ++r) ann_encode_row(x + r * D, D, bits, W, codes + r * bits * W);
+}
+}
+
+// ann_code_topk emulated: every phase runs for all "threads" in turn between barriers
+// (the phases are data-parallel, so a sequential schedule is one valid interleaving).
+extern "C" int shim_ann_code_topk(const ord_u64* qcodes, ord_i64 B, const ord_u64* codes,
+                                  ord_i64 N, int W, int D, int bits, int k, int bins, int cap,
+                                  int nth, ord_u64* keys, int* overflow) {
+  std::vector<unsigned int> hist(bins + 2);
+  std::vector<ord_u64> cand(cap);
+  AnnTopkShared sh;
+  sh.hist = hist.data();
+  sh.cand = cand.data();
+  sh.cnt = sh.hist + bins;
+  sh.thr = sh.cnt + 1;
+  for (ord_i64 qi = 0; qi < B; ++qi) {
+    const ord_u64* q = qcodes + qi * bits * W;
+    for (int t = 0; t < nth; ++t) ann_topk_phase_a(sh, bins, t, nth);
+    for (int t = 0; t < nth; ++t) ann_topk_phase_b(sh, q, codes, N, W, D, bits, t, nth);
+    for (int t = 0; t < nth; ++t) ann_topk_phase_c(sh, bins, N, k, t);
+    for (int t = 0; t < nth; ++t) ann_topk_phase_d(sh, q, codes, N, W, D, bits, cap, t, nth);
+    if (*sh.cnt > (unsigned int)cap) { overflow[qi] = 1; continue; }
+    overflow[qi] = 0;
+    for (int t = 0; t < nth; ++t) ann_topk_phase_e(sh, cap, t, nth);
+    for (int k2 = 2; k2 <= cap; k2 <<= 1)
+      for (int j = k2 >> 1; j > 0; j >>= 1)
+        for (int t = 0; t < nth; ++t) ann_bitonic_step(sh.cand, cap, k2, j, t, nth);
+    for (int i = 0; i < k; ++i) keys[qi * k + i] = i < cap ? sh.cand[i] : ~0ull;
+  }
+  return 0;
+}

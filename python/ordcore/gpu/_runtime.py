@@ -72,6 +72,7 @@ class Boundary:
         self.cp = cupy()
         mod = type(x).__module__
         self.torch: Any = None
+        self.bf16 = False  # a torch bfloat16 tensor travels as int16 words
         if mod.startswith("torch"):
             self.torch = importlib.import_module("torch")
             self.device_id = int(x.device.index if x.device.index is not None else 0)  # type: ignore[attr-defined]
@@ -93,7 +94,11 @@ class Boundary:
         if mod.startswith("torch"):
             if not getattr(x, "is_cuda", False):
                 raise GpuError("a CPU torch tensor was mixed with CUDA arrays in one call")
-            return self.cp.from_dlpack(x.detach())  # type: ignore[attr-defined]
+            t: Any = x
+            if t.dtype == self.torch.bfloat16:
+                self.bf16 = True
+                return self.cp.from_dlpack(t.detach().view(self.torch.int16))
+            return self.cp.from_dlpack(t.detach())
         try:
             return self.cp.asarray(x)
         except Exception as exc:  # noqa: BLE001
@@ -102,7 +107,10 @@ class Boundary:
     def back(self, y: Any) -> Any:
         """A result in the input's kind (a torch tensor for torch input)."""
         if self.torch is not None and isinstance(y, self.cp.ndarray):
-            return self.torch.from_dlpack(y)
+            t = self.torch.from_dlpack(y)
+            if self.bf16 and y.dtype == self.cp.int16:
+                t = t.view(self.torch.bfloat16)
+            return t
         return y
 
     @contextmanager

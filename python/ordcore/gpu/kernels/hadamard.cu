@@ -9,7 +9,7 @@
 //
 // Random signs (RandomizedHadamard): coordinate i of block b is negated iff
 // counter_u64(seed, b, i) >> 63 == 1 (rust/ordcore-core/src/rng.rs), applied before the
-// transform; block b of a row r is (r / sub_k) % sign_blocks.
+// transform (stream = the block b of the rotation; see the fwht kernel for the indexing).
 //
 // Self-contained: no #include, so NVRTC compiles it without toolkit headers.
 
@@ -204,12 +204,13 @@ __device__ __forceinline__ void ord_store(T* __restrict__ p, const float* v, boo
 }
 
 // x, y: (rows, n) C-contiguous, n = 2^LOG_N. vec: both pointers are 16-byte aligned.
-// Signs (use_signs != 0): row r's block is (r / sub_k) % sign_blocks and its coordinate
-// offset inside the full row is (r % sub_k) * n.
+// Signs (use_signs != 0): coordinate j of row r is multiplied, before the transform, by the
+// sign of (seed, stream, (r % sub_k) * n + j): rows are sub-rows of user rows of length
+// sub_k * n, and the generator's index is the coordinate in the user row.
 template <typename IN, typename OUT, int LOG_N>
 __global__ void __launch_bounds__(FwhtCfg<LOG_N>::BLOCK)
 fwht(const IN* __restrict__ x, OUT* __restrict__ y, ord_i64 rows, float scale, int vec,
-     int use_signs, ord_u64 seed, ord_i64 sign_blocks, ord_i64 sub_k) {
+     int use_signs, ord_u64 seed, ord_u64 stream, ord_i64 sub_k) {
   typedef FwhtCfg<LOG_N> C;
   extern __shared__ float smem[];
   const int tid = threadIdx.x;
@@ -221,7 +222,7 @@ fwht(const IN* __restrict__ x, OUT* __restrict__ y, ord_i64 rows, float scale, i
   if (active) {
     ord_load<IN, C::E>(x + base, v, vec != 0);
     if (use_signs) {
-      const ord_u64 key = ord_counter_key(seed, (ord_u64)((row / sub_k) % sign_blocks));
+      const ord_u64 key = ord_counter_key(seed, stream);
       const ord_u64 off = (ord_u64)((row % sub_k) << LOG_N) + (ord_u64)t * C::E;
 #pragma unroll
       for (int j = 0; j < C::E; ++j) {

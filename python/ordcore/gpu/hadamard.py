@@ -1,0 +1,265 @@
+"""GPU paths of :mod:`ordcore.hadamard`: FWHT and randomized Hadamard rotations on CUDA arrays.
+
+Every function takes a CuPy array or a CUDA ``torch.Tensor`` (float32, float16 or bfloat16;
+the transform is computed in float32 and rounded once to the input's type) and returns the
+same kind of array, dtype and shape, on the same device and stream. Sizes along the last
+axis: ``n = K * 2^k`` as on the CPU (``K`` in 1, 12, 20, 28, 36, 40, 52, 60, 108, 140, 156,
+172; ``2^k <= 32768``), with ``H_n = kron(H_K, H_{2^k})`` and the CPU's ``H_K``
+(``ordcore.hadamard.hadamard_matrix``). Results equal the CPU's up to float32 rounding
+(the summation order differs); the random signs are bit-identical (same counter-based
+generator, ``ordcore.gpu.reference.random_signs``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from ordcore.errors import DTypeError, InvalidArgumentError
+from ordcore.gpu import _kernels
+from ordcore.gpu._runtime import Boundary, enter, get_kernel, grid_for, launch
+
+__all__ = ["fwht", "randomized_hadamard", "random_signs", "counter_u64", "MAX_POW2"]
+
+MAX_POW2 = 1 << _kernels.FWHT_MAX_LOG_N
+
+
+def _decompose(n: int, arg: str = "x") -> tuple[int, int]:
+    """``(K, 2^k)`` of the CPU's decomposition of ``n`` (smallest base order that fits)."""
+    from ordcore import _core
+
+    dec = _core.hadamard_decompose(n) if n > 0 else None
+    if dec is None:
+        raise InvalidArgumentError(f"{arg}: " + str(_core.hadamard_unsupported_size_message(arg, n)))
+    k, m = int(dec[0]), int(dec[1])
+    if m > MAX_POW2:
+        raise InvalidArgumentError(
+            f"{arg}: size {n} = {k} * {m} needs a power-of-two transform of {m} > {MAX_POW2}, "
+            "the largest the GPU kernels support"
+        )
+    return k, m
+
+
+_hk_lock = threading.Lock()
+_hk_cache: dict[tuple[int, bool, int], Any] = {}
+
+
+def _base_matrix(cp: Any, k: int, transpose: bool) -> Any:
+    """H_K (or its transpose) as a float32 device array, uploaded once per device (a
+    constant of the library, not user data)."""
+    from ordcore import _core
+
+    key = (k, transpose, int(cp.cuda.Device().id))
+    with _hk_lock:
+        h = _hk_cache.get(key)
+        if h is None:
+            hk = np.asarray(_core.hadamard_matrix(k), dtype=np.float32)
+            h = cp.asarray(np.ascontiguousarray(hk.T if transpose else hk))
+            _hk_cache[key] = h
+    return h
+
+
+def _storage(bnd: Boundary, x: object, arg: str) -> tuple[Any, str, Any]:
+    """``(cupy array, C storage type, dtype to view the result as)``; bfloat16 travels as
+    raw 16-bit words."""
+    a = bnd.to_cupy(x)
+    name = a.dtype.name
+    if bnd.bf16:
+        return a.view(bnd.cp.uint16), "ord_bf16", a.dtype
+    if name == "bfloat16":
+        return a.view(bnd.cp.uint16), "ord_bf16", a.dtype
+    if name == "float32":
+        return a, "float", a.dtype
+    if name == "float16":
+        return a, "ord_f16", a.dtype
+    raise DTypeError(
+        f"{arg}: the GPU fwht supports float32, float16 and bfloat16, got {name} "
+        "(convert with .astype('float32'))"
+    )
+
+
+def _fwht_launch(
+    cp: Any,
+    src: Any,
+    src_c: str,
+    dst: Any,
+    dst_c: str,
+    rows: int,
+    log_m: int,
+    scale: float,
+    signs: tuple[int, int, int] | None,
+) -> None:
+    """One fwht kernel over ``rows`` contiguous rows of ``2^log_m`` (src -> dst, may alias);
+    ``signs = (seed, stream, sub_k)`` negates coordinates before the transform."""
+    if rows == 0:
+        return
+    block, rows_per_block, smem = _kernels.fwht_geometry(log_m)
+    kern = get_kernel("hadamard", _kernels.fwht_name(src_c, dst_c, log_m), smem)
+    vec = int(src.data.ptr % 16 == 0 and dst.data.ptr % 16 == 0)
+    seed, stream, sub_k = signs if signs is not None else (0, 0, 1)
+    args = (
+        src,
+        dst,
+        np.int64(rows),
+        np.float32(scale),
+        np.int32(vec),
+        np.int32(signs is not None),
+        np.uint64(seed % (1 << 64)),
+        np.uint64(stream),
+        np.int64(sub_k),
+    )
+    grid = (rows + rows_per_block - 1) // rows_per_block
+    launch(kern, (grid,), (block,), args, shared_mem=smem)
+
+
+def _transform(
+    cp: Any,
+    src: Any,
+    src_c: str,
+    dst: Any,
+    dst_c: str,
+    n_row: int,
+    g: int,
+    scale: float,
+    inverse: bool,
+    signs: tuple[int, int] | None,
+) -> None:
+    """``dst = (src * signs) @ blockdiag(H_g)`` (``H_g^T`` when inverse) over rows of length
+    ``n_row``; ``signs = (seed, stream)`` indexed by the coordinate in the row."""
+    total = src.size
+    k, m = _decompose(g, "group_size" if g != n_row else "x")
+    log_m = m.bit_length() - 1
+    sub = None if signs is None else (signs[0], signs[1], n_row // m)
+    if k == 1:
+        _fwht_launch(cp, src, src_c, dst, dst_c, total // m, log_m, scale, sub)
+        return
+    z = cp.empty(total, dtype=cp.float32)
+    _fwht_launch(cp, src, src_c, z, "float", total // m, log_m, 1.0, sub)
+    hk = _base_matrix(cp, k, inverse)
+    kern = get_kernel("hadamard", f"hadamard_kmix<{dst_c}>")
+    groups = total // g
+    args = (z, dst, hk, np.int32(k), np.int64(m), np.int64(groups), np.float32(scale))
+    launch(kern, (grid_for(groups * m, 256),), (256,), args)
+
+
+def _prepare(x: object, arg: str) -> tuple[Boundary, Any, str, Any]:
+    bnd = enter(x)
+    a, c, dtype = _storage(bnd, x, arg)
+    if a.ndim == 0:
+        raise InvalidArgumentError(f"{arg}: needs at least one axis, got a 0-d array")
+    return bnd, a, c, dtype
+
+
+def fwht(x: Any, *, normalized: bool = True, inverse: bool = False) -> Any:
+    """The Hadamard transform of every row along the last axis of a CUDA array.
+
+    ``y = x @ H_n`` (``x @ H_n^T`` when ``inverse``), times ``1/sqrt(n)`` when
+    ``normalized``, else ``1`` (forward) or ``1/n`` (inverse), as
+    ``ordcore.hadamard.fwht``. Shapes ``(..., n)`` in and out; float32, float16 or
+    bfloat16 (computed in float32, one rounding at the end, so ``2 * ones(32768)`` in
+    float16 gives ``2 * sqrt(32768)`` without overflowing). Strided views are transformed
+    exactly (a contiguous device copy is made first); the input is never modified.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``n`` is not a supported size.
+    DTypeError
+        another dtype.
+    GpuError
+        no CuPy, or a kernel failed to compile or launch.
+    """
+    bnd, a, c, dtype = _prepare(x, "x")
+    cp = bnd.cp
+    with bnd.active():
+        n = int(a.shape[-1])
+        _decompose(n)
+        a = cp.ascontiguousarray(a)
+        out = cp.empty_like(a)
+        scale = 1.0 / math.sqrt(n) if normalized else (1.0 / n if inverse else 1.0)
+        if a.size:
+            _transform(cp, a, c, out, c, n, n, scale, inverse, None)
+        return bnd.back(out.view(dtype) if out.dtype != dtype else out)
+
+
+def randomized_hadamard(
+    x: Any,
+    *,
+    seed: int,
+    blocks: int = 1,
+    group_size: int | None = None,
+    inverse: bool = False,
+) -> Any:
+    """``ordcore.hadamard.RandomizedHadamard(n, seed, blocks, group_size)`` applied to
+    every row along the last axis of a CUDA array (``inverse`` undoes it).
+
+    Forward ``y = x D_0 H D_1 H ... D_{B-1} H / sqrt(g)^B`` with ``H`` block-diagonal in
+    ``H_g`` (``g = group_size`` or ``n``) and ``D_b`` the signs of block ``b``:
+    coordinate ``i`` negated iff ``counter_u64(seed, b, i) >> 63 == 1``, generated on the
+    device (bit-identical to the CPU). Intermediate rounds stay in float32.
+    Same dtypes and errors as :func:`fwht`; ``blocks`` in 1..64.
+    """
+    if not 1 <= blocks <= 64:
+        raise InvalidArgumentError(f"blocks: must be between 1 and 64, got {blocks}")
+    bnd, a, c, dtype = _prepare(x, "x")
+    cp = bnd.cp
+    with bnd.active():
+        n = int(a.shape[-1])
+        g = n if group_size is None else int(group_size)
+        if g < 1 or n % g:
+            raise InvalidArgumentError(f"group_size: {g} does not divide n = {n}")
+        _decompose(g, "group_size" if group_size is not None else "x")
+        a = cp.ascontiguousarray(a)
+        out = cp.empty_like(a)
+        if a.size == 0:
+            return bnd.back(out.view(dtype) if out.dtype != dtype else out)
+        scale = float(g) ** (-0.5 * blocks)
+        buf = a if (blocks == 1 and not inverse) else cp.empty(a.shape, dtype=cp.float32)
+        steps: list[tuple[int | None, bool]] = []  # (sign stream before, transform?)
+        if not inverse:
+            steps = [(b, True) for b in range(blocks)]
+        else:
+            steps = [(None, True)] + [(b, True) for b in range(blocks - 1, 0, -1)] + [(0, False)]
+        src, src_c = a, c
+        for i, (stream, do_h) in enumerate(steps):
+            last = i == len(steps) - 1
+            dst, dst_c = (out, c) if last else (buf, "float")
+            s = scale if last else 1.0
+            sg = (seed, stream) if stream is not None else None
+            if do_h:
+                _transform(cp, src, src_c, dst, dst_c, n, g, s, inverse, sg)
+            else:  # signs only: length-1 "rows", the generator index is the coordinate
+                sub = (seed, int(stream or 0), n)
+                _fwht_launch(cp, src, src_c, dst, dst_c, src.size, 0, s, sub)
+            src, src_c = dst, dst_c
+        return bnd.back(out.view(dtype) if out.dtype != dtype else out)
+
+
+def random_signs(seed: int, blocks: int, n: int, like: Any) -> Any:
+    """int8 ``(blocks, n)`` signs (``-1`` iff ``counter_u64(seed, b, i) >> 63 == 1``) on
+    the device of ``like`` (a CUDA array), in ``like``'s kind."""
+    bnd = enter(like)
+    cp = bnd.cp
+    with bnd.active():
+        out = cp.empty((blocks, n), dtype=cp.int8)
+        if out.size:
+            kern = get_kernel("hadamard", "random_signs")
+            args = (np.uint64(seed % (1 << 64)), np.int64(blocks), np.int64(n), out)
+            launch(kern, (grid_for(out.size, 256),), (256,), args)
+        return bnd.back(out)
+
+
+def counter_u64(seed: int, stream: int, count: int, like: Any) -> Any:
+    """uint64 ``counter_u64(seed, stream, i)`` for ``i < count`` on ``like``'s device."""
+    bnd = enter(like)
+    cp = bnd.cp
+    with bnd.active():
+        out = cp.empty(count, dtype=cp.uint64)
+        if count:
+            kern = get_kernel("hadamard", "counter_u64_kernel")
+            args = (np.uint64(seed % (1 << 64)), np.uint64(stream % (1 << 64)), np.int64(count), out)
+            launch(kern, (grid_for(count, 256),), (256,), args)
+        return bnd.back(out)
