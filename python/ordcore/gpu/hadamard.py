@@ -12,6 +12,7 @@ generator, ``ordcore.gpu.reference.random_signs``).
 
 from __future__ import annotations
 
+import importlib
 import math
 import threading
 from typing import Any
@@ -29,8 +30,7 @@ MAX_POW2 = 1 << _kernels.FWHT_MAX_LOG_N
 
 def _decompose(n: int, arg: str = "x") -> tuple[int, int]:
     """``(K, 2^k)`` of the CPU's decomposition of ``n`` (smallest base order that fits)."""
-    from ordcore import _core
-
+    _core: Any = importlib.import_module("ordcore._core")
     dec = _core.hadamard_decompose(n) if n > 0 else None
     if dec is None:
         raise InvalidArgumentError(f"{arg}: " + str(_core.hadamard_unsupported_size_message(arg, n)))
@@ -50,8 +50,7 @@ _hk_cache: dict[tuple[int, bool, int], Any] = {}
 def _base_matrix(cp: Any, k: int, transpose: bool) -> Any:
     """H_K (or its transpose) as a float32 device array, uploaded once per device (a
     constant of the library, not user data)."""
-    from ordcore import _core
-
+    _core: Any = importlib.import_module("ordcore._core")
     key = (k, transpose, int(cp.cuda.Device().id))
     with _hk_lock:
         h = _hk_cache.get(key)
@@ -218,11 +217,14 @@ def randomized_hadamard(
             return bnd.back(out.view(dtype) if out.dtype != dtype else out)
         scale = float(g) ** (-0.5 * blocks)
         buf = a if (blocks == 1 and not inverse) else cp.empty(a.shape, dtype=cp.float32)
-        steps: list[tuple[int | None, bool]] = []  # (sign stream before, transform?)
+        # (sign stream applied before, transform?) per launch
+        steps: list[tuple[int | None, bool]]
         if not inverse:
             steps = [(b, True) for b in range(blocks)]
         else:
-            steps = [(None, True)] + [(b, True) for b in range(blocks - 1, 0, -1)] + [(0, False)]
+            steps = [(None, True)]
+            steps += [(b, True) for b in range(blocks - 1, 0, -1)]
+            steps += [(0, False)]
         src, src_c = a, c
         for i, (stream, do_h) in enumerate(steps):
             last = i == len(steps) - 1
