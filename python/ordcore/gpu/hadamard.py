@@ -33,7 +33,7 @@ def _decompose(n: int, arg: str = "x") -> tuple[int, int]:
     _core: Any = importlib.import_module("ordcore._core")
     dec = _core.hadamard_decompose(n) if n > 0 else None
     if dec is None:
-        raise InvalidArgumentError(f"{arg}: " + str(_core.hadamard_unsupported_size_message(arg, n)))
+        raise InvalidArgumentError(str(_core.hadamard_unsupported_size_message(arg, n)))
     k, m = int(dec[0]), int(dec[1])
     if m > MAX_POW2:
         raise InvalidArgumentError(
