@@ -3,7 +3,9 @@
 //! the data and run the core routine with the GIL released.
 
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 use ordcore_core::sfc::{hilbert, morton, scan, serialize};
@@ -34,7 +36,12 @@ macro_rules! with_int_slice {
     }};
 }
 
-fn to_2d<'py>(py: Python<'py>, v: Vec<u64>, n: usize, d: usize) -> PyResult<Bound<'py, PyArray2<u64>>> {
+fn to_2d<'py>(
+    py: Python<'py>,
+    v: Vec<u64>,
+    n: usize,
+    d: usize,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
     let a = Array2::from_shape_vec((n, d), v).map_err(|e| invalid("ndim", e))?;
     Ok(a.into_pyarray(py))
 }
@@ -104,7 +111,9 @@ fn sfc_morton_decode<'py>(
 ) -> PyResult<Bound<'py, PyArray2<u64>>> {
     let order = axis_order(msb);
     with_int_slice!(code, PyReadonlyArray1, "code", |s, n, _c| {
-        let v = runtime::run(py, num_threads, move || morton::decode(s, nbits, ndim, order))?;
+        let v = runtime::run(py, num_threads, move || {
+            morton::decode(s, nbits, ndim, order)
+        })?;
         to_2d(py, v, n, ndim)
     })
 }

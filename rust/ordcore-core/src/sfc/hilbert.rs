@@ -212,8 +212,8 @@ impl Table {
             let s = states[k];
             for v in 0..(1u8 << d) {
                 let (_, nx) = s.encode_level(d, v);
-                if !ids.contains_key(&nx) {
-                    ids.insert(nx, states.len());
+                if let std::collections::hash_map::Entry::Vacant(e) = ids.entry(nx) {
+                    e.insert(states.len());
                     states.push(nx);
                 }
             }
@@ -321,8 +321,8 @@ impl Table {
         if r != 0 {
             shift -= r;
             let m = (1u64 << r) - 1;
-            let idx = (state << (2 * r))
-                | ((((x0 >> shift) & m) << r) | ((x1 >> shift) & m)) as usize;
+            let idx =
+                (state << (2 * r)) | ((((x0 >> shift) & m) << r) | ((x1 >> shift) & m)) as usize;
             let e = self.enc[r as usize - 1][idx];
             h = (e >> STATE_BITS) as u64;
             state = (e & STATE_MASK) as usize;
@@ -348,7 +348,8 @@ impl Table {
             *o = 0;
         }
         let step = |k: u32, shift: u32, state: &mut u16, out: &mut [u64]| {
-            let idx = ((*state as usize) << (d * k)) | ((h >> (shift * d)) & ((1 << (d * k)) - 1)) as usize;
+            let idx = ((*state as usize) << (d * k))
+                | ((h >> (shift * d)) & ((1 << (d * k)) - 1)) as usize;
             let e = self.dec[k as usize - 1][idx];
             let c = (e >> STATE_BITS) as u64;
             let m = (1u64 << k) - 1;
@@ -415,7 +416,9 @@ pub fn decode<T: Coord>(index: &[T], nbits: i64, ndim: usize) -> Result<Vec<u64>
     match ndim {
         2 | 3 => {
             let t = Table::get(ndim);
-            decode_rows(index, ndim, total, "index", move |h, o| t.decode(h, o, nbits))
+            decode_rows(index, ndim, total, "index", move |h, o| {
+                t.decode(h, o, nbits)
+            })
         }
         _ => decode_generic(index, nbits, ndim),
     }
@@ -424,7 +427,9 @@ pub fn decode<T: Coord>(index: &[T], nbits: i64, ndim: usize) -> Result<Vec<u64>
 /// [`decode`] by the generic loop for every `D`.
 pub fn decode_generic<T: Coord>(index: &[T], nbits: u32, ndim: usize) -> Result<Vec<u64>> {
     let total = nbits * ndim as u32;
-    decode_rows(index, ndim, total, "index", move |h, o| decode_point(h, o, nbits))
+    decode_rows(index, ndim, total, "index", move |h, o| {
+        decode_point(h, o, nbits)
+    })
 }
 
 #[cfg(test)]

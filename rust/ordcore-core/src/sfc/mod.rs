@@ -150,7 +150,10 @@ where
                      [0, 2^{nbits}) = [0, {}] for nbits = {nbits}; row {row} is [{}]",
                     vals[col].describe(),
                     limit,
-                    vals.iter().map(|v| v.describe()).collect::<Vec<_>>().join(", ")
+                    vals.iter()
+                        .map(|v| v.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ))
         }

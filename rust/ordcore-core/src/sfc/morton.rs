@@ -127,14 +127,19 @@ pub fn encode<T: Coord>(
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("bmi2") {
-                let (m0, m1) = (0x5555_5555_5555_5555u64 << s0, 0x5555_5555_5555_5555u64 << s1);
+                let (m0, m1) = (
+                    0x5555_5555_5555_5555u64 << s0,
+                    0x5555_5555_5555_5555u64 << s1,
+                );
                 return encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
                     // SAFETY: BMI2 is present (checked above).
                     unsafe { bmi2::chunk2(o, c, m0, m1) }
                 });
             }
             encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |[x, y]: [u64; 2]| (part1by1(x) << s0) | (part1by1(y) << s1))
+                chunk_loop(o, c, |[x, y]: [u64; 2]| {
+                    (part1by1(x) << s0) | (part1by1(y) << s1)
+                })
             })
         }
         3 => {
@@ -170,7 +175,12 @@ pub fn encode<T: Coord>(
 
 /// Inverse of [`encode`]: a row-major `(n, ndim)` array of coordinates. Fails when a code
 /// is `>= 2^(ndim * nbits)` (the error names the first offending row).
-pub fn decode<T: Coord>(codes: &[T], nbits: i64, ndim: usize, order: AxisOrder) -> Result<Vec<u64>> {
+pub fn decode<T: Coord>(
+    codes: &[T],
+    nbits: i64,
+    ndim: usize,
+    order: AxisOrder,
+) -> Result<Vec<u64>> {
     let nbits = check_width(ndim, nbits)?;
     let total = nbits * ndim as u32;
     let msb = order == AxisOrder::Msb;
@@ -216,7 +226,9 @@ mod bmi2 {
         m0: u64,
         m1: u64,
     ) -> u64 {
-        chunk_loop(out, coords, |[x, y]: [u64; 2]| _pdep_u64(x, m0) | _pdep_u64(y, m1))
+        chunk_loop(out, coords, |[x, y]: [u64; 2]| {
+            _pdep_u64(x, m0) | _pdep_u64(y, m1)
+        })
     }
 
     #[target_feature(enable = "bmi2")]
@@ -241,7 +253,11 @@ mod tests {
         let mut code = 0u64;
         for b in 0..nbits as usize {
             for (i, &v) in row.iter().enumerate() {
-                let pos = if order == AxisOrder::Msb { d - 1 - i } else { i };
+                let pos = if order == AxisOrder::Msb {
+                    d - 1 - i
+                } else {
+                    i
+                };
                 code |= ((v >> b) & 1) << (b * d + pos);
             }
         }
@@ -263,8 +279,13 @@ mod tests {
     #[test]
     fn large_widths_do_not_collide() {
         // S1: (65536, 0) with nbits 21 is bit 16 of x -> bit 32 of the code.
-        let c = encode(&[65536u64, 0, (1 << 20) - 1, (1 << 16) - 1], 2, 21, AxisOrder::Lsb)
-            .unwrap();
+        let c = encode(
+            &[65536u64, 0, (1 << 20) - 1, (1 << 16) - 1],
+            2,
+            21,
+            AxisOrder::Lsb,
+        )
+        .unwrap();
         assert_eq!(c[0], 1 << 32);
         assert_ne!(c[0], c[1]);
     }

@@ -247,7 +247,16 @@ mod tests {
 
     #[test]
     fn every_kind_is_a_permutation() {
-        for (h, w) in [(1, 1), (1, 9), (9, 1), (2, 3), (7, 5), (13, 17), (14, 14), (16, 16)] {
+        for (h, w) in [
+            (1, 1),
+            (1, 9),
+            (9, 1),
+            (2, 3),
+            (7, 5),
+            (13, 17),
+            (14, 14),
+            (16, 16),
+        ] {
             for k in KINDS {
                 let p = scan_order(h, w, k).unwrap();
                 let q = inverse_permutation(&p).unwrap();
@@ -258,8 +267,14 @@ mod tests {
 
     #[test]
     fn small_examples() {
-        assert_eq!(scan_order(2, 3, ScanKind::Snake).unwrap(), [0, 1, 2, 5, 4, 3]);
-        assert_eq!(scan_order(2, 3, ScanKind::Column).unwrap(), [0, 3, 1, 4, 2, 5]);
+        assert_eq!(
+            scan_order(2, 3, ScanKind::Snake).unwrap(),
+            [0, 1, 2, 5, 4, 3]
+        );
+        assert_eq!(
+            scan_order(2, 3, ScanKind::Column).unwrap(),
+            [0, 3, 1, 4, 2, 5]
+        );
         assert_eq!(
             scan_order(3, 3, ScanKind::Spiral).unwrap(),
             [0, 1, 2, 5, 8, 7, 6, 3, 4]

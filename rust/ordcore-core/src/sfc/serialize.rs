@@ -88,7 +88,10 @@ pub fn serialize(
             b.len()
         );
     }
-    if let Some(row) = points.chunks_exact(3).position(|r| !r.iter().all(|v| v.is_finite())) {
+    if let Some(row) = points
+        .chunks_exact(3)
+        .position(|r| !r.iter().all(|v| v.is_finite()))
+    {
         let r = &points[3 * row..3 * row + 3];
         return Err(Error::invalid(
             "points",
@@ -150,7 +153,11 @@ pub fn serialize(
 
     let limit = (1u64 << depth) as f64;
     let grid_of = |i: usize| -> std::result::Result<[u64; 3], usize> {
-        let m = if slot.is_empty() { &mins[0] } else { &mins[slot[i]] };
+        let m = if slot.is_empty() {
+            &mins[0]
+        } else {
+            &mins[slot[i]]
+        };
         let mut g = [0u64; 3];
         for a in 0..3 {
             let v = ((points[3 * i + a] - m[a]) / grid_size).floor();
@@ -182,37 +189,44 @@ pub fn serialize(
     } else {
         (0..n).map(one).collect()
     };
-    let code = codes.map_err(|_| {
-        // Report the first offending row (the parallel collect may stop at any of them).
-        let row = (0..n).find(|&i| grid_of(i).is_err()).unwrap_or(0);
-        let m = if slot.is_empty() { mins[0] } else { mins[slot[row]] };
-        let r = &points[3 * row..3 * row + 3];
-        Error::invalid(
-            "points",
-            format!(
+    let code =
+        codes.map_err(|_| {
+            // Report the first offending row (the parallel collect may stop at any of them).
+            let row = (0..n).find(|&i| grid_of(i).is_err()).unwrap_or(0);
+            let m = if slot.is_empty() {
+                mins[0]
+            } else {
+                mins[slot[row]]
+            };
+            let r = &points[3 * row..3 * row + 3];
+            Error::invalid(
+                "points",
+                format!(
                 "row {row} = [{}, {}, {}] has grid coordinates floor((p - min) / grid_size) with \
                  min = [{}, {}, {}] at or above 2^depth = {} (depth = {depth}); increase \
                  grid_size or depth",
                 r[0], r[1], r[2], m[0], m[1], m[2], 1u64 << depth
             ),
-        )
-    })?;
+            )
+        })?;
 
-    let mut keyed: Vec<(u64, u32)> = Vec::new();
-    let mut order_idx: Vec<i64>;
-    if n <= u32::MAX as usize {
-        keyed = code.iter().enumerate().map(|(i, &c)| (c, i as u32)).collect();
+    let order_idx: Vec<i64> = if n <= u32::MAX as usize {
+        let mut keyed: Vec<(u64, u32)> = code
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (c, i as u32))
+            .collect();
         if n >= crate::PARALLEL_THRESHOLD {
             keyed.par_sort_unstable();
         } else {
             keyed.sort_unstable();
         }
-        order_idx = keyed.iter().map(|&(_, i)| i as i64).collect();
+        keyed.iter().map(|&(_, i)| i as i64).collect()
     } else {
-        order_idx = (0..n as i64).collect();
-        order_idx.par_sort_by_key(|&i| (code[i as usize], i));
-    }
-    drop(keyed);
+        let mut idx: Vec<i64> = (0..n as i64).collect();
+        idx.par_sort_by_key(|&i| (code[i as usize], i));
+        idx
+    };
     let mut inverse = vec![0i64; n];
     for (rank, &i) in order_idx.iter().enumerate() {
         inverse[i as usize] = rank as i64;
