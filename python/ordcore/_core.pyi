@@ -87,10 +87,6 @@ import numpy as _np
 import numpy.typing as _npt
 from typing import final as _final
 
-# pyo3 lists every class and function in the module's __all__ (declared here once, in the
-# last section; keep a single declaration when sections merge).
-__all__: list[str]
-
 @_final
 class BQGraphIndex:
     def __new__(
