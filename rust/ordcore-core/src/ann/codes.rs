@@ -91,9 +91,10 @@ impl CodeDist for Hamming {
     }
 }
 
-/// `bits = 2`: `4D - sum s_a s_b m_a m_b`, computed as
-/// `3D - sum(|ma| + |mb| + |ma&mb|) + 2 sum(|x| + |x&ma| + |x&mb| + |x&ma&mb|)` with `x` the
-/// sign disagreement and `|.|` popcounts.
+/// `bits = 2`: `4D - sum s_a s_b m_a m_b`. With `x` the sign disagreement, `p`, `q` the
+/// magnitude planes and `|.|` popcounts, `sum m_a m_b = D + |p^q| + 3|p&q|` and
+/// `sum x m_a m_b = |x| + |x&(p^q)| + 3|x&p&q|`, so
+/// `d = 3D - |p^q| - 3|p&q| + 2(|x| + |x&(p^q)| + 3|x&p&q|)`: five popcounts per word.
 #[derive(Clone, Copy, Debug)]
 pub struct SignMag {
     pub words: usize,
@@ -111,9 +112,10 @@ impl CodeDist for SignMag {
         for i in 0..w {
             let x = sa[i] ^ sb[i];
             let (p, q) = (ma[i], mb[i]);
-            let pq = p & q;
-            neg += p.count_ones() + q.count_ones() + pq.count_ones();
-            pos += x.count_ones() + (x & p).count_ones() + (x & q).count_ones() + (x & pq).count_ones();
+            let e = p ^ q;
+            let both = p & q;
+            neg += e.count_ones() + 3 * both.count_ones();
+            pos += x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones();
         }
         3 * self.dim - neg + 2 * pos
     }

@@ -88,6 +88,22 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
     pub fn d(&self, a: &[u64], i: u32) -> u32 {
         self.dist.dist(a, self.code(i))
     }
+    /// Hints the CPU to load the code of node `i`.
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let w = self.dist.code_words();
+            let ptr = self.codes.as_ptr().wrapping_add(i as usize * w) as *const i8;
+            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0);
+                std::arch::x86_64::_mm_prefetch(ptr.wrapping_add(64), std::arch::x86_64::_MM_HINT_T0);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
     pub fn n(&self) -> usize {
         self.deg.len()
     }
@@ -127,7 +143,14 @@ fn beam_search_impl<D: CodeDist>(
                 e.push(((pool[cur].0 >> 32) as u32, node));
             }
             let mut next = cur + 1;
-            for &nb in g.neighbors(node) {
+            let nbs = g.neighbors(node);
+            for &nb in nbs.iter().take(4) {
+                g.prefetch(nb);
+            }
+            for (t, &nb) in nbs.iter().enumerate() {
+                if let Some(&ahead) = nbs.get(t + 4) {
+                    g.prefetch(ahead);
+                }
                 if !vis.insert(nb) {
                     continue;
                 }

@@ -344,6 +344,12 @@ pub struct Params {
     pub seed: u64,
 }
 
+/// Lists may grow to this degree during an `add` before they are pruned back to `R`
+/// (DiskANN's graph slack factor 1.3); the last step of `add` prunes them to `R`.
+pub fn slack_degree(r: usize) -> usize {
+    (r * 13).div_ceil(10)
+}
+
 /// Progress callback: `(done, total)` insertions.
 pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
@@ -353,6 +359,8 @@ pub struct BQGraphIndex {
     code_dim: usize,
     cw: usize,
     codes: Vec<u64>,
+    /// Row stride of `adj`: `R` at rest, `slack_degree(R)` during an `add`.
+    stride: usize,
     adj: Vec<u32>,
     deg: Vec<u32>,
     vectors: Vectors,
@@ -373,7 +381,7 @@ macro_rules! with_graph {
                 codes: &$self.codes,
                 adj: &$self.adj,
                 deg: &$self.deg,
-                r: $self.params.r,
+                r: $self.stride,
             };
             $body
         } else {
@@ -385,7 +393,7 @@ macro_rules! with_graph {
                 codes: &$self.codes,
                 adj: &$self.adj,
                 deg: &$self.deg,
-                r: $self.params.r,
+                r: $self.stride,
             };
             $body
         }
@@ -418,10 +426,10 @@ impl BQGraphIndex {
         };
         let cw = p.bits * words_for(code_dim);
         Ok(BQGraphIndex {
-            params,
             code_dim,
             cw,
             codes: Vec::new(),
+            stride: params.r,
             adj: Vec::new(),
             deg: Vec::new(),
             vectors: Vectors::Owned(Vec::new()),
@@ -431,6 +439,7 @@ impl BQGraphIndex {
             id_map: HashMap::new(),
             entry: 0,
             rot: None,
+            params,
         })
     }
 
@@ -478,7 +487,7 @@ impl BQGraphIndex {
     }
     /// Neighbour list of node `i` (for tests).
     pub fn neighbors(&self, i: usize) -> &[u32] {
-        let s = i * self.params.r;
+        let s = i * self.stride;
         &self.adj[s..s + self.deg[i] as usize]
     }
 
@@ -547,8 +556,9 @@ impl BQGraphIndex {
         let old = self.ids.len();
         self.vectors.make_owned().extend_from_slice(&rows);
         self.codes.extend_from_slice(&codes);
-        self.adj.resize((old + n) * self.params.r, 0);
+        self.adj.resize((old + n) * self.stride, 0);
         self.deg.resize(old + n, 0);
+        self.restride(slack_degree(self.params.r));
         for (k, &id) in new_ids.iter().enumerate() {
             self.id_map.insert(id, (old + k) as u32);
         }
@@ -560,7 +570,50 @@ impl BQGraphIndex {
             let order = self.permutation(old as u32..(old + n) as u32, 2);
             self.insert_pass(&order, self.params.alpha, progress, 0, n);
         }
+        self.finish_slack();
         Ok(())
+    }
+
+    /// Changes the row stride of the adjacency array (keeping every list).
+    fn restride(&mut self, stride: usize) {
+        if stride == self.stride {
+            return;
+        }
+        let n = self.deg.len();
+        let mut adj = vec![0u32; n * stride];
+        for i in 0..n {
+            let d = (self.deg[i] as usize).min(stride);
+            adj[i * stride..i * stride + d]
+                .copy_from_slice(&self.adj[i * self.stride..i * self.stride + d]);
+        }
+        self.adj = adj;
+        self.stride = stride;
+    }
+
+    /// Prunes every list longer than `R` (left by the slack of the build) and goes back to
+    /// stride `R`.
+    fn finish_slack(&mut self) {
+        let r = self.params.r;
+        let alpha = self.params.alpha;
+        let deleted = &self.deleted;
+        let skip = |i: u32| deleted[i as usize];
+        let n = self.n_nodes();
+        let updates: Vec<(u32, Vec<u32>)> = with_graph!(self, g => {
+            (0..n as u32)
+                .into_par_iter()
+                .filter(|&p| g.neighbors(p).len() > r)
+                .map(|p| {
+                    let pc = g.code(p);
+                    let mut cands: Vec<(u32, u32)> =
+                        g.neighbors(p).iter().map(|&j| (g.d(pc, j), j)).collect();
+                    (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                })
+                .collect()
+        });
+        for (p, list) in updates {
+            self.set_list(p, &list);
+        }
+        self.restride(r);
     }
 
     fn permutation(&self, range: std::ops::Range<u32>, stream: u64) -> Vec<u32> {
@@ -646,6 +699,7 @@ impl BQGraphIndex {
         total: usize,
     ) {
         let r = self.params.r;
+        let stride = self.stride;
         let l = self.params.l_build.max(r);
         let max_batch = (self.n_nodes() / 50).clamp(64, 4096);
         let mut start = 0;
@@ -700,7 +754,7 @@ impl BQGraphIndex {
                     if merged.len() == cur.len() {
                         return None;
                     }
-                    if merged.len() <= r {
+                    if merged.len() <= stride {
                         return Some((*j, merged));
                     }
                     let jc = g.code(*j);
@@ -726,7 +780,7 @@ impl BQGraphIndex {
     }
 
     fn set_list(&mut self, p: u32, list: &[u32]) {
-        let r = self.params.r;
+        let r = self.stride;
         let s = p as usize * r;
         self.adj[s..s + list.len()].copy_from_slice(list);
         self.deg[p as usize] = list.len() as u32;
