@@ -188,10 +188,11 @@ def test_gpu_sfc_every_coordinate_dtype(cp: Any, dtype: str, d: int) -> None:
     nbits = min(7, 64 // d)
     pts = np.random.default_rng(d).integers(0, 1 << nbits, size=(777, d)).astype(dtype)
     np.testing.assert_array_equal(sfc.hilbert_encode(cp.asarray(pts), nbits).get(), reference.hilbert_encode(pts, nbits))
-    for msb in (False, True):
-        m = sfc.morton_encode(cp.asarray(pts), nbits, msb_first=msb)
+    for axis0 in ("lsb", "msb"):
+        msb = axis0 == "msb"
+        m = sfc.morton_encode(cp.asarray(pts), nbits, axis0=axis0)
         np.testing.assert_array_equal(m.get(), reference.morton_encode(pts, nbits, msb_first=msb))
-        np.testing.assert_array_equal(sfc.morton_decode(m, nbits, d, msb_first=msb).get(), pts.astype(np.uint64))
+        np.testing.assert_array_equal(sfc.morton_decode(m, nbits, d, axis0=axis0).get(), pts.astype(np.uint64))
 
 
 @gpu

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
+from ordcore import gpu as _gpu
 from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -141,6 +142,8 @@ def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt
     DTypeError
         A dtype that is not a real number type.
     """
+    if _gpu.is_device_array(x):
+        return _gpu.ann.encode(x, bits=bits, metric=metric)  # type: ignore[no-any-return]
     _check_metric(metric)
     if bits not in (1, 2):
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
@@ -171,6 +174,8 @@ def code_distance(
     -------
     numpy.ndarray of uint32, shape (n,)
     """
+    if _gpu.is_device_array(codes_a):
+        return _gpu.ann.code_distance(codes_a, codes_b, dim, bits)  # type: ignore[no-any-return]
     a = np.ascontiguousarray(np.asarray(codes_a), dtype=np.uint64)
     b = np.ascontiguousarray(np.asarray(codes_b), dtype=np.uint64)
     if a.ndim != 2 or b.ndim != 2:
@@ -192,6 +197,8 @@ def exact_search(
     conventions, nearest first, ties broken by the smaller row index; when ``k > len(X)`` the
     tail is padded with ``-1`` / ``+inf``. Same errors as :meth:`BQGraphIndex.search`.
     """
+    if _gpu.is_device_array(X):
+        return _gpu.ann.exact_search(X, Q, _positive_int(k, "k"), metric=metric)
     _check_metric(metric)
     k = _positive_int(k, "k")
     xa = _as_matrix(X, "X")

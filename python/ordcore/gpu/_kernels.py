@@ -57,7 +57,14 @@ def all_names() -> dict[str, list[str]]:
     for c in FWHT_TYPES.values():
         had.append(f"hadamard_kmix<{c}>")
     had += ["random_signs", "counter_u64_kernel"]
-    ann = ["ann_code_distances", "ann_code_topk", "ann_rerank", "ann_normalize", "ann_encode"]
+    ann = [
+        "ann_code_distances",
+        "ann_code_distance_rows",
+        "ann_code_topk",
+        "ann_rerank",
+        "ann_normalize",
+        "ann_encode",
+    ]
     return {"ann": ann, "hadamard": had, "sfc": sfc}
 
 

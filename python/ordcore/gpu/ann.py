@@ -27,6 +27,7 @@ from ordcore.gpu._runtime import Boundary, enter, get_kernel, grid_for, launch
 __all__ = [
     "METRICS",
     "encode",
+    "code_distance",
     "code_distances",
     "code_search",
     "rerank",
@@ -58,10 +59,13 @@ def _bits(bits: int) -> int:
 def _rows(bnd: Boundary, x: object, arg: str) -> Any:
     cp = bnd.cp
     a = bnd.to_cupy(x)
+    if a.dtype == cp.bool_ or a.dtype.kind not in "fiu" or (a.dtype.kind != "f" and a.dtype.itemsize > 2):
+        raise DTypeError(
+            f"{arg}: dtype {a.dtype} is not supported on the GPU (use float16/32/64 or an "
+            "8/16-bit integer type)"
+        )
     if a.ndim != 2:
-        raise InvalidArgumentError(f"{arg}: must be 2-D (n, dim), got shape {a.shape}")
-    if a.dtype.kind != "f":
-        raise DTypeError(f"{arg}: must be a float array, got {a.dtype}")
+        raise InvalidArgumentError(f"{arg}: must be a 2-D array (n, dim), got shape {a.shape}")
     return cp.ascontiguousarray(a.astype(cp.float32, copy=False))
 
 
@@ -144,6 +148,26 @@ def _distances(cp: Any, q: Any, c: Any, dim: int, bits: int) -> Any:
         args = (q, np.int64(b), c, np.int64(n), np.int32(w), np.int32(dim), np.int32(bits), out, np.int64(n))
         launch(get_kernel("ann", "ann_code_distances"), grid, (128,), args, shared_mem=qb * bits * w * 8)
     return out
+
+
+def code_distance(codes_a: Any, codes_b: Any, dim: int, bits: int = 2) -> Any:
+    """Row-wise code distance uint32 ``(n,)`` of two code arrays on the GPU, as
+    ``ordcore.ann.code_distance``."""
+    b = _bits(bits)
+    bnd = enter(codes_a)
+    cp = bnd.cp
+    with bnd.active():
+        a = _code_matrix(bnd, codes_a, dim, b, "codes_a")
+        c = _code_matrix(bnd, codes_b, dim, b, "codes_b")
+        if a.shape != c.shape:
+            raise InvalidArgumentError(f"codes_a: shape {a.shape} differs from codes_b's {c.shape}")
+        n = int(a.shape[0])
+        out = cp.empty(n, dtype=cp.uint32)
+        if n:
+            w = (dim + 63) // 64
+            args = (a, c, np.int64(n), np.int32(w), np.int32(dim), np.int32(b), out)
+            launch(get_kernel("ann", "ann_code_distance_rows"), (grid_for(n, 256),), (256,), args)
+        return bnd.back(out)
 
 
 def code_distances(qcodes: Any, codes: Any, *, dim: int, bits: int = 2) -> Any:

@@ -3,8 +3,8 @@
 Bit-identical to the CPU: Hilbert indexes are exactly
 ``hilbertcurve.HilbertCurve(p=nbits, n=D).distances_from_points`` (Skilling's transpose
 algorithm, coordinate 0 the most significant bit of each D-bit group); Morton codes
-interleave bits with coordinate 0 in the least significant bit of each group (or the most
-significant one with ``msb_first``). ``D * nbits <= 64``; indexes are uint64.
+interleave bits with coordinate 0 in the least significant bit of each group (``axis0="lsb"``) or the most
+significant one (``axis0="msb"``), as :mod:`ordcore.sfc`. ``D * nbits <= 64``; indexes are uint64.
 
 Inputs are CuPy arrays or CUDA torch tensors, results come back in the same kind on the
 same device. Out-of-range values are detected in the same kernel pass; reporting them
@@ -13,7 +13,8 @@ reads one 8-byte flag back from the device (which waits for the kernel).
 
 from __future__ import annotations
 
-from typing import Any
+import operator
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -42,7 +43,7 @@ def check_width(ndim: int, nbits: int) -> None:
 
 def _coords(cp: Any, a: Any) -> tuple[Any, str]:
     if a.dtype.kind not in "iu":
-        raise DTypeError(f"coords: must be an integer array, got {a.dtype}")
+        raise DTypeError(f"coords: must have an integer dtype (signed or unsigned), got {a.dtype}")
     name = a.dtype.name
     if name not in _kernels.SFC_COORD_TYPES:  # 8/16-bit: widen on the device
         a = a.astype(cp.int32 if a.dtype.kind == "i" else cp.uint32)
@@ -51,8 +52,8 @@ def _coords(cp: Any, a: Any) -> tuple[Any, str]:
 
 
 def _codes(cp: Any, a: Any, arg: str) -> Any:
-    if a.dtype.kind not in "iu":
-        raise DTypeError(f"{arg}: must be an integer array, got {a.dtype}")
+    if a.dtype.kind not in "iu" or a.dtype == cp.bool_:
+        raise DTypeError(f"{arg}: must have an integer dtype (signed or unsigned), got {a.dtype}")
     if a.ndim != 1:
         raise InvalidArgumentError(f"{arg}: must be 1-D (N,), got shape {a.shape}")
     # int64 with negative values become huge uint64 and fail the range check
@@ -63,11 +64,27 @@ def _ds(d: int) -> int:
     return d if d in (2, 3) else 0
 
 
-def _raise_bad(what: str, arg: str, row: int, values: Any, limit: str) -> None:
+def _axis0(axis0: str) -> bool:
+    if axis0 not in ("lsb", "msb"):
+        raise InvalidArgumentError(f'axis0: must be "lsb" or "msb", got {axis0!r}')
+    return axis0 == "msb"
+
+
+def _raise_bad(what: str, arg: str, row: int, values: Any, limit: str) -> NoReturn:
     raise InvalidArgumentError(f"{arg}: row {row} has {what} {values} outside {limit}")
 
 
+def _int(name: str, v: object) -> int:
+    if isinstance(v, (bool, np.bool_)):
+        raise DTypeError(f"{name}: must be an integer, got a bool")
+    try:
+        return operator.index(v)  # type: ignore[arg-type]
+    except TypeError:
+        raise DTypeError(f"{name}: must be an integer, got {type(v).__name__}") from None
+
+
 def _encode(kind: str, coords: Any, nbits: int, msb_first: bool | None) -> Any:
+    nbits = _int("nbits", nbits)
     bnd = enter(coords)
     cp = bnd.cp
     with bnd.active():
@@ -93,12 +110,15 @@ def _encode(kind: str, coords: Any, nbits: int, msb_first: bool | None) -> Any:
         return bnd.back(out)
 
 
-def _decode(kind: str, codes: Any, nbits: int, ndim: int, msb_first: bool | None) -> Any:
+def _decode(kind: str, codes: Any, nbits: int, ndim: int, msb_first: bool | None, arg: str) -> Any:
+    nbits, ndim = _int("nbits", nbits), _int("ndim", ndim)
+    if ndim < 1:
+        raise InvalidArgumentError(f"ndim: must be at least 1, got {ndim}")
     bnd = enter(codes)
     cp = bnd.cp
     with bnd.active():
         check_width(ndim, nbits)
-        h = _codes(cp, bnd.to_cupy(codes), "codes")
+        h = _codes(cp, bnd.to_cupy(codes), arg)
         n = int(h.shape[0])
         out = cp.empty((n, ndim), dtype=cp.uint64)
         if n == 0:
@@ -113,7 +133,7 @@ def _decode(kind: str, codes: Any, nbits: int, ndim: int, msb_first: bool | None
         row = int(bad.get()[0])
         if row != _NO_ROW:
             total = ndim * nbits
-            _raise_bad("index", "codes", row, int(h[row].get()), f"[0, 2^{total}) (D * nbits = {total})")
+            _raise_bad("index", arg, row, int(h[row].get()), f"[0, 2^{total}) (D * nbits = {total})")
         return bnd.back(out)
 
 
@@ -135,21 +155,21 @@ def hilbert_encode(coords: Any, nbits: int) -> Any:
     return _encode("hilbert", coords, nbits, None)
 
 
-def hilbert_decode(codes: Any, nbits: int, ndim: int) -> Any:
+def hilbert_decode(index: Any, nbits: int, ndim: int) -> Any:
     """Coordinates (uint64, shape (N, ndim)) of Hilbert indexes (N,) on the GPU; the
     inverse of :func:`hilbert_encode`. Indexes ``>= 2^(ndim * nbits)`` raise
     InvalidArgumentError naming the row."""
-    return _decode("hilbert", codes, nbits, ndim, None)
+    return _decode("hilbert", index, nbits, ndim, None, "index")
 
 
-def morton_encode(coords: Any, nbits: int, *, msb_first: bool = False) -> Any:
+def morton_encode(coords: Any, nbits: int, *, axis0: str = "lsb") -> Any:
     """Morton codes (uint64, (N,)) of integer coordinates (N, D) on the GPU: bit ``b`` of
-    coordinate ``i`` goes to bit ``b * D + i`` (``b * D + D - 1 - i`` with ``msb_first``).
-    Same errors as :func:`hilbert_encode`."""
-    return _encode("morton", coords, nbits, bool(msb_first))
+    coordinate ``i`` goes to bit ``b * D + i`` (``axis0="lsb"``) or ``b * D + D - 1 - i``
+    (``axis0="msb"``). Same errors as :func:`hilbert_encode`."""
+    return _encode("morton", coords, nbits, _axis0(axis0))
 
 
-def morton_decode(codes: Any, nbits: int, ndim: int, *, msb_first: bool = False) -> Any:
+def morton_decode(code: Any, nbits: int, ndim: int, *, axis0: str = "lsb") -> Any:
     """Coordinates (uint64, (N, ndim)) of Morton codes (N,) on the GPU; the inverse of
     :func:`morton_encode`."""
-    return _decode("morton", codes, nbits, ndim, bool(msb_first))
+    return _decode("morton", code, nbits, ndim, _axis0(axis0), "code")

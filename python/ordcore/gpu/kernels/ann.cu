@@ -240,6 +240,17 @@ __global__ void ann_encode(const float* __restrict__ x, ord_i64 n, int D, int bi
   }
 }
 
+// out[i] = d(a[i], b[i]) (ordcore.ann.code_distance: row-wise, uint32).
+__global__ void ann_code_distance_rows(const ord_u64* __restrict__ a, const ord_u64* __restrict__ b,
+                                       ord_i64 n, int W, int D, int bits,
+                                       unsigned int* __restrict__ out) {
+  const int L = bits * W;
+  for (ord_i64 i = (ord_i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (ord_i64)blockDim.x * gridDim.x) {
+    out[i] = (unsigned int)ann_code_distance(a + i * L, b + i * L, W, D, bits);
+  }
+}
+
 // Float distances of candidates in ordcore.ann's conventions (rows already normalized under
 // cosine): metric 0 cosine 1 - <q, x> clamped to [0, 2]; 1 ip 1 - <q, x>; 2 l2 squared.
 // out[q, c] for cand[q, c] (int64; -1 or out of range -> +inf). One warp per pair, float32
