@@ -185,13 +185,15 @@ def compile_ptx(module: str, names: Sequence[str] | None = None, arch: str = "co
 
 
 _lock = threading.Lock()
-_modules: dict[tuple[str, str, int], Any] = {}
+_modules: dict[tuple[str, int], Any] = {}
+_kernels: dict[tuple[str, str, int], Any] = {}
 
 
 def get_kernel(module: str, name: str, shared_bytes: int = 0) -> Any:
     """The compiled kernel ``name`` (a template name expression) of ``module`` for the
-    current device, compiled on first use; ``shared_bytes`` of dynamic shared memory is
-    opted in when above the 48 KiB default.
+    current device. The first call per device compiles the whole module with every name
+    of :func:`kernel_names` in one NVRTC run (CuPy caches the binary on disk);
+    ``shared_bytes`` of dynamic shared memory is opted in when above the 48 KiB default.
 
     Raises
     ------
@@ -202,18 +204,26 @@ def get_kernel(module: str, name: str, shared_bytes: int = 0) -> Any:
     dev = int(cp.cuda.Device().id)
     key = (module, name, dev)
     with _lock:
-        kern = _modules.get(key)
+        kern = _kernels.get(key)
         if kern is None:
             try:
-                mod = cp.RawModule(
-                    code=kernel_sources()[module], options=NVRTC_OPTIONS, name_expressions=[name]
-                )
+                mod = _modules.get((module, dev))
+                if mod is None:
+                    names = kernel_names()[module]
+                    if name not in names:
+                        names = [*names, name]
+                    mod = cp.RawModule(
+                        code=kernel_sources()[module], options=NVRTC_OPTIONS, name_expressions=names
+                    )
+                    _modules[(module, dev)] = mod
                 kern = mod.get_function(name)
                 if shared_bytes > 48 * 1024:
                     kern.max_dynamic_shared_size_bytes = shared_bytes
             except Exception as exc:  # noqa: BLE001 - CompileException, CUDADriverError
                 raise GpuError(f"kernel {name} of {module}.cu could not be built: {exc}") from exc
-            _modules[key] = kern
+            _kernels[key] = kern
+        elif shared_bytes > 48 * 1024 and kern.max_dynamic_shared_size_bytes < shared_bytes:
+            kern.max_dynamic_shared_size_bytes = shared_bytes
     return kern
 
 
