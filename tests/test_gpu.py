@@ -470,3 +470,63 @@ def test_gpu_ann_errors(cp: Any) -> None:
         ann.exact_search(zero, x, 2, metric="cosine")
     with pytest.raises(InvalidArgumentError, match="dimension"):
         ann.exact_search(x, cp.ones((1, 9), dtype=cp.float32), 2)
+
+
+# --- dispatch through the public API
+
+
+@gpu
+def test_public_functions_dispatch_device_arrays(cp: Any) -> None:
+    import ordcore.ann
+    import ordcore.hadamard
+    import ordcore.sfc
+
+    pts = np.random.default_rng(0).integers(0, 1 << 10, size=(500, 3)).astype(np.int32)
+    h = ordcore.sfc.hilbert_encode(cp.asarray(pts), 10)
+    assert isinstance(h, cp.ndarray)
+    np.testing.assert_array_equal(h.get(), ordcore.sfc.hilbert_encode(pts, 10))
+    np.testing.assert_array_equal(ordcore.sfc.hilbert_decode(h, 10, 3).get(), pts.astype(np.uint64))
+    m = ordcore.sfc.morton_encode(cp.asarray(pts), 10, axis0="msb")
+    np.testing.assert_array_equal(m.get(), ordcore.sfc.morton_encode(pts, 10, axis0="msb"))
+    np.testing.assert_array_equal(ordcore.sfc.morton_decode(m, 10, 3, axis0="msb").get(), pts.astype(np.uint64))
+
+    x = np.random.default_rng(1).standard_normal((6, 96, 5)).astype(np.float32)
+    y = ordcore.hadamard.fwht(cp.asarray(x), axis=1)
+    assert isinstance(y, cp.ndarray) and y.shape == x.shape
+    np.testing.assert_allclose(y.get(), ordcore.hadamard.fwht(x, axis=1), atol=1e-5)
+    back = ordcore.hadamard.ifwht(y, axis=1)
+    np.testing.assert_allclose(back.get(), x, atol=1e-5)
+    buf = cp.asarray(x)
+    assert ordcore.hadamard.fwht(buf, axis=1, out=buf) is buf  # in place
+    np.testing.assert_allclose(buf.get(), y.get(), atol=1e-6)
+
+    rh = ordcore.hadamard.RandomizedHadamard(160, seed=9, blocks=2)
+    z = np.random.default_rng(2).standard_normal((7, 160)).astype(np.float16)
+    got = rh.forward(cp.asarray(z))
+    assert isinstance(got, cp.ndarray) and got.dtype == cp.float32  # the rotation's dtype
+    np.testing.assert_allclose(got.get(), rh.forward(z), atol=1e-4)
+    np.testing.assert_allclose(rh.inverse(got).get(), z.astype(np.float32), atol=1e-3)
+
+    v = np.random.default_rng(3).standard_normal((300, 70)).astype(np.float32)
+    codes = ordcore.ann.encode(cp.asarray(v), bits=2, metric="l2")
+    np.testing.assert_array_equal(codes.get(), ordcore.ann.encode(v, bits=2, metric="l2"))
+    cd = ordcore.ann.code_distance(codes, codes[::-1].copy(), 70, 2)
+    np.testing.assert_array_equal(cd.get(), ordcore.ann.code_distance(codes.get(), codes.get()[::-1], 70, 2))
+    ids, d = ordcore.ann.exact_search(cp.asarray(v), cp.asarray(v[:5]), 3, "l2")
+    assert ids.get()[:, 0].tolist() == [0, 1, 2, 3, 4]
+
+
+@gpu
+def test_torch_bfloat16_rotation_and_out(cp: Any) -> None:
+    torch = _torch_cuda()
+    import ordcore.hadamard
+
+    x = torch.randn(4, 1024, device="cuda", dtype=torch.bfloat16)
+    rh = ordcore.hadamard.RandomizedHadamard(1024, seed=5, dtype=np.float32)
+    y = rh.forward(x)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32
+    want = rh.forward(x.float().cpu().numpy())
+    np.testing.assert_allclose(y.cpu().numpy(), want, atol=1e-4)
+    out = torch.empty_like(x)
+    r = ordcore.hadamard.fwht(x, out=out)
+    assert r is out and out.dtype == torch.bfloat16

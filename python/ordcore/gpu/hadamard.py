@@ -144,44 +144,79 @@ def _transform(
     launch(kern, (grid_for(groups * m, 256),), (256,), args)
 
 
-def _prepare(x: object, arg: str) -> tuple[Boundary, Any, str, Any]:
+_C_OF_DTYPE = {"float32": "float", "float16": "ord_f16", "bfloat16": "ord_bf16"}
+
+
+def _prepare(x: object, arg: str, axis: int) -> tuple[Boundary, Any, str, Any, int]:
+    """``(boundary, rows (m, n) contiguous, C type, dtype, axis)`` with the transformed axis
+    moved last (a device copy only when the layout needs one)."""
     bnd = enter(x)
     a, c, dtype = _storage(bnd, x, arg)
     if a.ndim == 0:
         raise InvalidArgumentError(f"{arg}: needs at least one axis, got a 0-d array")
-    return bnd, a, c, dtype
+    if isinstance(axis, bool) or not -a.ndim <= int(axis) < a.ndim:
+        raise InvalidArgumentError(f"axis: {axis} is out of range for an array of {a.ndim} dimensions")
+    ax = int(axis) % a.ndim
+    return bnd, a, c, dtype, ax
 
 
-def fwht(x: Any, *, normalized: bool = True, inverse: bool = False) -> Any:
-    """The Hadamard transform of every row along the last axis of a CUDA array.
+def _finish(bnd: Boundary, res: Any, a_shape: tuple[int, ...], ax: int, dtype: Any, out: Any) -> Any:
+    """Move the axis back, view as the storage dtype, copy into ``out`` when given."""
+    cp = bnd.cp
+    moved = [*a_shape[:ax], *a_shape[ax + 1 :], a_shape[ax]]
+    y = cp.moveaxis(res.reshape(moved), -1, ax)
+    if y.dtype != dtype:
+        y = y.view(dtype)  # bfloat16 words travel as uint16
+    if out is None:
+        return bnd.back(cp.ascontiguousarray(y))
+    o = bnd.to_cupy(out)
+    if o.shape != y.shape:
+        raise InvalidArgumentError(f"out: has shape {o.shape}, expected {y.shape}")
+    if o.dtype != y.dtype:
+        raise DTypeError(f"out: has dtype {o.dtype}, expected {y.dtype}")
+    o[...] = y  # device to device (out may alias the input: the result is complete)
+    return out
+
+
+def _rows(cp: Any, a: Any, ax: int) -> Any:
+    n = int(a.shape[ax])
+    return cp.ascontiguousarray(cp.moveaxis(a, ax, -1)).reshape(-1, n) if a.size else a.reshape(-1, max(n, 1))
+
+
+def fwht(
+    x: Any, *, axis: int = -1, normalized: bool = True, inverse: bool = False, out: Any = None
+) -> Any:
+    """The Hadamard transform along ``axis`` of a CUDA array (the GPU path of
+    ``ordcore.hadamard.fwht`` / ``ifwht``).
 
     ``y = x @ H_n`` (``x @ H_n^T`` when ``inverse``), times ``1/sqrt(n)`` when
-    ``normalized``, else ``1`` (forward) or ``1/n`` (inverse), as
-    ``ordcore.hadamard.fwht``. Shapes ``(..., n)`` in and out; float32, float16 or
-    bfloat16 (computed in float32, one rounding at the end, so ``2 * ones(32768)`` in
+    ``normalized``, else ``1`` (forward) or ``1/n`` (inverse). Any shape; float32, float16
+    or bfloat16 (computed in float32, one rounding at the end, so ``2 * ones(32768)`` in
     float16 gives ``2 * sqrt(32768)`` without overflowing). Strided views are transformed
-    exactly (a contiguous device copy is made first); the input is never modified.
+    exactly (a contiguous device copy is made first); the input is never modified unless it
+    is ``out``.
 
     Raises
     ------
     InvalidArgumentError
-        ``n`` is not a supported size.
+        ``n`` is not a supported size (or its power-of-two part exceeds 32768), bad
+        ``axis`` or ``out``.
     DTypeError
-        another dtype.
+        another dtype (float64 has no GPU path: convert it).
     GpuError
         no CuPy, or a kernel failed to compile or launch.
     """
-    bnd, a, c, dtype = _prepare(x, "x")
+    bnd, a, c, dtype, ax = _prepare(x, "x", axis)
     cp = bnd.cp
     with bnd.active():
-        n = int(a.shape[-1])
+        n = int(a.shape[ax])
         _decompose(n)
-        a = cp.ascontiguousarray(a)
-        out = cp.empty_like(a)
+        rows = _rows(cp, a, ax)
+        res = cp.empty_like(rows)
         scale = 1.0 / math.sqrt(n) if normalized else (1.0 / n if inverse else 1.0)
-        if a.size:
-            _transform(cp, a, c, out, c, n, n, scale, inverse, None)
-        return bnd.back(out.view(dtype) if out.dtype != dtype else out)
+        if rows.size:
+            _transform(cp, rows, c, res, c, n, n, scale, inverse, None)
+        return _finish(bnd, res, a.shape, ax, dtype, out)
 
 
 def randomized_hadamard(
@@ -191,53 +226,76 @@ def randomized_hadamard(
     blocks: int = 1,
     group_size: int | None = None,
     inverse: bool = False,
+    axis: int = -1,
+    out: Any = None,
+    out_dtype: str | None = None,
 ) -> Any:
-    """``ordcore.hadamard.RandomizedHadamard(n, seed, blocks, group_size)`` applied to
-    every row along the last axis of a CUDA array (``inverse`` undoes it).
+    """``ordcore.hadamard.RandomizedHadamard(n, seed=seed, blocks=blocks,
+    group_size=group_size)`` applied along ``axis`` of a CUDA array (``inverse`` undoes it).
 
     Forward ``y = x D_0 H D_1 H ... D_{B-1} H / sqrt(g)^B`` with ``H`` block-diagonal in
     ``H_g`` (``g = group_size`` or ``n``) and ``D_b`` the signs of block ``b``:
     coordinate ``i`` negated iff ``counter_u64(seed, b, i) >> 63 == 1``, generated on the
-    device (bit-identical to the CPU). Intermediate rounds stay in float32.
-    Same dtypes and errors as :func:`fwht`; ``blocks`` in 1..64.
+    device (bit-identical to the CPU). Intermediate rounds stay in float32; the result has
+    ``out_dtype`` ("float32", "float16" or "bfloat16"; default: the input's).
+    Same errors as :func:`fwht`; ``blocks`` in 1..64.
     """
     if not 1 <= blocks <= 64:
         raise InvalidArgumentError(f"blocks: must be between 1 and 64, got {blocks}")
-    bnd, a, c, dtype = _prepare(x, "x")
+    if not 0 <= int(seed) < 2**64:
+        raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
+    bnd, a, c, dtype, ax = _prepare(x, "x", axis)
     cp = bnd.cp
     with bnd.active():
-        n = int(a.shape[-1])
+        n = int(a.shape[ax])
         g = n if group_size is None else int(group_size)
         if g < 1 or n % g:
             raise InvalidArgumentError(f"group_size: {g} does not divide n = {n}")
         _decompose(g, "group_size" if group_size is not None else "x")
-        a = cp.ascontiguousarray(a)
-        out = cp.empty_like(a)
-        if a.size == 0:
-            return bnd.back(out.view(dtype) if out.dtype != dtype else out)
-        scale = float(g) ** (-0.5 * blocks)
-        buf = a if (blocks == 1 and not inverse) else cp.empty(a.shape, dtype=cp.float32)
-        # (sign stream applied before, transform?) per launch
-        steps: list[tuple[int | None, bool]]
-        if not inverse:
-            steps = [(b, True) for b in range(blocks)]
-        else:
-            steps = [(None, True)]
-            steps += [(b, True) for b in range(blocks - 1, 0, -1)]
-            steps += [(0, False)]
-        src, src_c = a, c
-        for i, (stream, do_h) in enumerate(steps):
-            last = i == len(steps) - 1
-            dst, dst_c = (out, c) if last else (buf, "float")
-            s = scale if last else 1.0
-            sg = (seed, stream) if stream is not None else None
-            if do_h:
-                _transform(cp, src, src_c, dst, dst_c, n, g, s, inverse, sg)
-            else:  # signs only: length-1 "rows", the generator index is the coordinate
-                sub = (seed, int(stream or 0), n)
-                _fwht_launch(cp, src, src_c, dst, dst_c, src.size, 0, s, sub)
-            src, src_c = dst, dst_c
-        return bnd.back(out.view(dtype) if out.dtype != dtype else out)
+        rows = _rows(cp, a, ax)
+        in_c = c
+        in_name = "bfloat16" if c == "ord_bf16" else dtype.name
+        oname = in_name if out_dtype is None else str(out_dtype)
+        if oname != "bfloat16":
+            oname = np.dtype(oname).name
+        if oname not in _C_OF_DTYPE:
+            raise DTypeError(f"dtype: the GPU rotation writes float32, float16 or bfloat16, not {oname}")
+        oc = _C_OF_DTYPE[oname]
+        if c != oc and "float" not in (c, oc):  # no direct half <-> bfloat16 instance
+            rows, c = rows.astype(cp.float32) if c == "ord_f16" else _bf16_to_f32(cp, rows), "float"
+        res_dtype = cp.uint16 if oc == "ord_bf16" else (cp.float16 if oc == "ord_f16" else cp.float32)
+        res = cp.empty(rows.shape, dtype=res_dtype)
+        if rows.size:
+            scale = float(g) ** (-0.5 * blocks)
+            buf = cp.empty(rows.shape, dtype=cp.float32) if (blocks > 1 or inverse) else None
+            # (sign stream applied before, transform?) per launch
+            steps: list[tuple[int | None, bool]]
+            if not inverse:
+                steps = [(b, True) for b in range(blocks)]
+            else:
+                steps = [(None, True)]
+                steps += [(b, True) for b in range(blocks - 1, 0, -1)]
+                steps += [(0, False)]
+            src, src_c = rows, c
+            for i, (stream, do_h) in enumerate(steps):
+                last = i == len(steps) - 1
+                dst, dst_c = (res, oc) if last else (buf, "float")
+                s = scale if last else 1.0
+                if do_h:
+                    sg = (int(seed), stream) if stream is not None else None
+                    _transform(cp, src, src_c, dst, dst_c, n, g, s, inverse, sg)
+                else:  # signs only: length-1 "rows", the generator index is the coordinate
+                    _fwht_launch(cp, src, src_c, dst, dst_c, src.size, 0, s, (int(seed), int(stream or 0), n))
+                src, src_c = dst, dst_c
+        if oname == "bfloat16":
+            if in_c != "ord_bf16":
+                raise DTypeError("dtype: bfloat16 output needs bfloat16 input on the GPU")
+            return _finish(bnd, res, a.shape, ax, dtype, out)
+        return _finish(bnd, res, a.shape, ax, np.dtype(oname), out)
+
+
+def _bf16_to_f32(cp: Any, words: Any) -> Any:
+    return (words.astype(cp.uint32) << 16).view(cp.float32)
 
 
 def random_signs(seed: int, blocks: int, n: int, like: Any) -> Any:
