@@ -133,7 +133,7 @@ def _decode(kind: str, codes: Any, nbits: int, ndim: int, msb_first: bool | None
         row = int(bad.get()[0])
         if row != _NO_ROW:
             total = ndim * nbits
-            _raise_bad("index", arg, row, int(h[row].get()), f"[0, 2^{total}) (D * nbits = {total})")
+            _raise_bad("index", arg, row, int(h[row : row + 1].get()[0]), f"[0, 2^{total}) (D * nbits = {total})")
         return bnd.back(out)
 
 
