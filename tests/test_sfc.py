@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -55,10 +56,21 @@ def test_hilbert_1d_and_large_batches_use_all_paths() -> None:
     hc = hilbertcurve.HilbertCurve(p=64, n=1)
     assert [int(v) for v in sfc.hilbert_encode(x, 64)] == hc.distances_from_points(x.tolist())
     rng = np.random.default_rng(5)
+    for d, nbits in [(16, 4), (21, 3), (64, 1), (9, 7)]:  # the generic path at high D
+        pts = _random_points(rng, 10, d, nbits)
+        hc = hilbertcurve.HilbertCurve(p=nbits, n=d)
+        want = hc.distances_from_points(pts.tolist())
+        assert [int(v) for v in sfc.hilbert_encode(pts, nbits)] == want
+        assert np.array_equal(sfc.hilbert_decode(np.array(want, np.uint64), nbits, d), pts)
     pts = _random_points(rng, 50_000, 2, 16)
     single = sfc.hilbert_encode(pts, 16, num_threads=1)
     multi = sfc.hilbert_encode(pts, 16)
     assert np.array_equal(single, multi)
+    assert np.array_equal(sfc.hilbert_decode(multi, 16, 2), pts)
+    assert np.array_equal(sfc.hilbert_decode(multi, 16, 2, num_threads=1), pts)
+    z = sfc.morton_encode(pts, 16, num_threads=2)
+    assert np.array_equal(z, sfc.morton_encode(pts, 16, num_threads=1))
+    assert np.array_equal(sfc.morton_decode(z, 16, 2), pts)
     hc2 = hilbertcurve.HilbertCurve(p=16, n=2)
     idx = rng.choice(len(pts), 300, replace=False)
     assert [int(v) for v in single[idx]] == hc2.distances_from_points(pts[idx].tolist())
@@ -323,19 +335,78 @@ def test_gilbert_equals_hilbert_on_power_of_two_squares(k: int) -> None:
 
 
 def test_hilbert_scan_non_neighbour_steps_are_pinned() -> None:
-    # gilbert starts at (0, 0) and ends at the far corner of the *longer* side, (L-1, 0).
-    # The grid graph is bipartite, so a path through all H*W cells with only 4-neighbour
-    # steps exists from (0,0) to (L-1,0) iff the two corner colours fit the parity of H*W:
-    # - 14 x 14: L even, H*W even -> endpoints of different colour: possible -> 0 diagonals.
-    # - 13 x 17: L = 17 odd, H*W odd -> endpoints of the same colour: possible -> 0.
-    # - 1 x 9 and 9 x 1: a single line, filled straight -> 0.
-    # - 4 x 5, 5 x 4, 6 x 9: L odd but H*W even -> impossible, so gilbert takes exactly one
-    #   diagonal step (its documented worst case).
-    pinned = {(14, 14): 0, (13, 17): 0, (1, 9): 0, (9, 1): 0, (4, 5): 1, (5, 4): 1, (6, 9): 1}
+    # gilbert starts at (0, 0) and, with the longer side L and the shorter side S, normally
+    # ends at the far corner of the longer side, (L-1, 0). The grid graph is bipartite
+    # (colour = (x + y) % 2) and a path of H*W cells with only 4-neighbour steps alternates
+    # colours, so its two ends have the same colour iff H*W is odd. (0,0) and (L-1,0) have
+    # the same colour iff L is odd. Hence:
+    # - 14 x 14: L even and H*W even -> consistent -> 0 non-neighbour steps.
+    # - 13 x 17: L = 17 odd and H*W odd -> consistent -> 0.
+    # - 1 x 9 and 9 x 1: one straight line -> 0.
+    # - L odd and S even (4 x 5, 5 x 4, 6 x 9): H*W even but the corners share a colour ->
+    #   no such path exists, and gilbert spends exactly one diagonal step (its worst case).
+    # - S = 2 with L odd (2 x 7) is the exception: gilbert ends at (L-2, 0), whose colour
+    #   fits, so the 2-wide strip needs no diagonal.
+    pinned = {(14, 14): 0, (13, 17): 0, (1, 9): 0, (9, 1): 0, (4, 5): 1, (5, 4): 1,
+              (6, 9): 1, (2, 7): 0}  # fmt: skip
     for (h, w), expected in pinned.items():
         loc = sfc.locality(sfc.scan_order(h, w, "hilbert"), h, w)
         assert loc.non_neighbor_steps == expected, (h, w)
         assert loc.max_step <= np.sqrt(2) + 1e-12
+    # and the rule holds for every size up to 24 x 24
+    for h in range(1, 25):
+        for w in range(1, 25):
+            long_side, short_side = max(h, w), min(h, w)
+            forced = long_side % 2 == 1 and short_side % 2 == 0 and short_side > 2
+            loc = sfc.locality(sfc.scan_order(h, w, "hilbert"), h, w)
+            assert loc.non_neighbor_steps == int(forced), (h, w)
+            assert loc.max_step <= np.sqrt(2) + 1e-12
+
+
+def _gilbert_reference(width: int, height: int) -> list[tuple[int, int]]:
+    """The recursive gilbert2d construction (J. Cervený), written from its description."""
+    out: list[tuple[int, int]] = []
+
+    def sgn(v: int) -> int:
+        return (v > 0) - (v < 0)
+
+    def gen(x: int, y: int, ax: int, ay: int, bx: int, by: int) -> None:
+        w, h = abs(ax + ay), abs(bx + by)
+        dax, day, dbx, dby = sgn(ax), sgn(ay), sgn(bx), sgn(by)
+        if h == 1:
+            out.extend((x + i * dax, y + i * day) for i in range(w))
+            return
+        if w == 1:
+            out.extend((x + i * dbx, y + i * dby) for i in range(h))
+            return
+        ax2, ay2, bx2, by2 = ax // 2, ay // 2, bx // 2, by // 2
+        w2, h2 = abs(ax2 + ay2), abs(bx2 + by2)
+        if 2 * w > 3 * h:
+            if w2 % 2 and w > 2:
+                ax2, ay2 = ax2 + dax, ay2 + day
+            gen(x, y, ax2, ay2, bx, by)
+            gen(x + ax2, y + ay2, ax - ax2, ay - ay2, bx, by)
+        else:
+            if h2 % 2 and h > 2:
+                bx2, by2 = bx2 + dbx, by2 + dby
+            gen(x, y, bx2, by2, ax2, ay2)
+            gen(x + bx2, y + by2, ax, ay, bx - bx2, by - by2)
+            gen(x + (ax - dax) + (bx2 - dbx), y + (ay - day) + (by2 - dby),
+                -bx2, -by2, -(ax - ax2), -(ay - ay2))  # fmt: skip
+
+    if width >= height:
+        gen(0, 0, width, 0, 0, height)
+    else:
+        gen(0, 0, 0, height, width, 0)
+    return out
+
+
+@pytest.mark.parametrize("hw", [(1, 7), (7, 1), (2, 7), (5, 4), (13, 17), (17, 13), (30, 11),
+                                (64, 64), (33, 100)])  # fmt: skip
+def test_gilbert_matches_the_recursive_construction(hw: tuple[int, int]) -> None:
+    h, w = hw
+    want = [y * w + x for x, y in _gilbert_reference(w, h)]
+    assert sfc.scan_order(h, w, "hilbert").tolist() == want
 
 
 def test_s10_large_and_thin_gilbert() -> None:
@@ -473,7 +544,11 @@ def test_parallel_encode_after_fork() -> None:
     ctx = mp.get_context("fork")
     q = ctx.Queue()
     proc = ctx.Process(target=_child_encode, args=(q,))
-    proc.start()
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns that forking a multi-threaded process may deadlock: that
+        # deadlock (in rayon's pool) is exactly what this test proves absent.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        proc.start()
     proc.join(timeout=60)
     if proc.is_alive():
         proc.kill()

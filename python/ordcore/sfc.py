@@ -263,8 +263,9 @@ def scan_order(height: int, width: int, kind: ScanKind = "hilbert") -> npt.NDArr
     * ``hilbert``: the generalized Hilbert curve "gilbert" (J. Červený, 2019,
       https://github.com/jakubcerveny/gilbert) for any rectangle: it starts at cell (0, 0),
       runs along the longer side first, and makes only 4-neighbour steps except at most
-      one diagonal step, which is forced exactly when the longer side is odd and the
-      shorter even (grid-graph parity). On a ``2**k x 2**k`` grid it is the Hilbert curve
+      one diagonal step, which it takes exactly when the longer side is odd and the
+      shorter side even and greater than 2 (grid-graph parity forbids a 4-neighbour path
+      between its two end corners then). On a ``2**k x 2**k`` grid it is the Hilbert curve
       of :func:`hilbert_encode` with coordinate 0 = column: ``p[i] = r * W + c`` where
       ``(c, r) = hilbert_decode([i], k, 2)[0]``.
     * ``morton``: cells sorted by the Morton code of ``(c, r)`` (column in the low bit:

@@ -119,20 +119,45 @@ pub fn encode<T: Coord>(
     nbits: i64,
     order: AxisOrder,
 ) -> Result<Vec<u64>> {
+    encode_with(coords, ndim, nbits, order, has_bmi2())
+}
+
+/// Whether the BMI2 `pdep` kernels can run on this CPU.
+fn has_bmi2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`encode`] with the kernel choice explicit (`bmi2` is ignored off x86-64), so tests can
+/// run the portable magic-number kernels on any CPU.
+fn encode_with<T: Coord>(
+    coords: &[T],
+    ndim: usize,
+    nbits: i64,
+    order: AxisOrder,
+    bmi2: bool,
+) -> Result<Vec<u64>> {
     let nbits = check_width(ndim, nbits)?;
     let msb = order == AxisOrder::Msb;
+    let _ = bmi2;
     match ndim {
         1 => encode_rows(coords, 1, nbits, |r| r[0].to_u64()),
         2 => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("bmi2") {
+            if bmi2 {
                 let (m0, m1) = (
                     0x5555_5555_5555_5555u64 << s0,
                     0x5555_5555_5555_5555u64 << s1,
                 );
                 return encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
-                    // SAFETY: BMI2 is present (checked above).
+                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
                     unsafe { bmi2::chunk2(o, c, m0, m1) }
                 });
             }
@@ -145,11 +170,11 @@ pub fn encode<T: Coord>(
         3 => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("bmi2") {
+            if bmi2 {
                 let m = 0x1249_2492_4924_9249u64;
                 let ms = [m << s0, m << 1, m << s2];
                 return encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
-                    // SAFETY: BMI2 is present (checked above).
+                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
                     unsafe { bmi2::chunk3(o, c, ms) }
                 });
             }
@@ -314,6 +339,8 @@ mod tests {
                 for (r, &c) in rows.chunks(ndim).zip(&codes) {
                     prop_assert_eq!(c, naive(r, nbits, order));
                 }
+                let portable = encode_with(&rows, ndim, nbits as i64, order, false).unwrap();
+                prop_assert_eq!(&portable, &codes);
                 let back = decode(&codes, nbits as i64, ndim, order).unwrap();
                 prop_assert_eq!(back, rows);
             }
