@@ -114,14 +114,43 @@ fn key(d: u32, id: u32) -> u64 {
     ((d as u64) << 32) | id as u64
 }
 
+/// How many beam entries around `pos` have the distance of `k` and exactly the code of node
+/// `k as u32` (equal-distance entries are contiguous in the sorted beam).
+#[inline(always)]
+fn same_code_count<D: CodeDist>(g: &GraphRef<'_, D>, pool: &[(u64, bool)], pos: usize, k: u64) -> usize {
+    let d = k >> 32;
+    let code = g.code(k as u32);
+    let mut count = 0;
+    let mut j = pos;
+    while j > 0 && pool[j - 1].0 >> 32 == d {
+        j -= 1;
+        count += (g.code(pool[j].0 as u32) == code) as usize;
+    }
+    let mut j = pos;
+    while j < pool.len() && pool[j].0 >> 32 == d {
+        count += (g.code(pool[j].0 as u32) == code) as usize;
+        j += 1;
+    }
+    count
+}
+
+/// The most beam entries that may share one code: `max(2, l / 8)`. Without the cap a group of
+/// exact duplicates fills the whole beam and hides every other candidate from the rerank.
+pub fn dup_cap(l: usize) -> usize {
+    (l / 8).max(2)
+}
+
 /// Beam search from `entry` with beam width `l`. Returns the beam as `(distance, id)` sorted
-/// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it.
+/// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it. At
+/// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
+/// to `k` for searches).
 #[inline(always)]
 fn beam_search_impl<D: CodeDist>(
     g: &GraphRef<'_, D>,
     q: &[u64],
     entry: u32,
     l: usize,
+    dup_cap: usize,
     mut expanded: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
     if g.n() == 0 {
@@ -159,6 +188,9 @@ fn beam_search_impl<D: CodeDist>(
                     continue;
                 }
                 let pos = pool.partition_point(|e| e.0 < k);
+                if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
+                    continue;
+                }
                 pool.insert(pos, (k, false));
                 if pool.len() > l {
                     pool.pop();
@@ -185,9 +217,10 @@ unsafe fn beam_search_popcnt<D: CodeDist>(
     q: &[u64],
     entry: u32,
     l: usize,
+    dup_cap: usize,
     expanded: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
-    beam_search_impl(g, q, entry, l, expanded)
+    beam_search_impl(g, q, entry, l, dup_cap, expanded)
 }
 
 /// Whether the popcount instruction is used (runtime CPU feature detection).
@@ -208,16 +241,17 @@ pub fn beam_search<D: CodeDist>(
     q: &[u64],
     entry: u32,
     l: usize,
+    dup_cap: usize,
     expanded: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
     #[cfg(target_arch = "x86_64")]
     {
         if has_popcnt() {
             // SAFETY: the CPU supports popcnt (checked at run time).
-            return unsafe { beam_search_popcnt(g, q, entry, l, expanded) };
+            return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded) };
         }
     }
-    beam_search_impl(g, q, entry, l, expanded)
+    beam_search_impl(g, q, entry, l, dup_cap, expanded)
 }
 
 #[inline(always)]

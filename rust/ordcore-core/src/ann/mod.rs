@@ -714,7 +714,7 @@ impl BQGraphIndex {
                 let work = |&p: &u32| {
                     let mut cands = Vec::with_capacity(2 * l);
                     let pc = g.code(p);
-                    beam_search(&g, pc, entry, l, Some(&mut cands));
+                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
                     for &nb in g.neighbors(p) {
                         cands.push((g.d(pc, nb), nb));
                     }
@@ -828,7 +828,7 @@ impl BQGraphIndex {
         let vecs = self.vectors.as_slice();
         let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
             let qc = self.encode_query(qr)?;
-            let pool = with_graph!(self, g => beam_search(&g, &qc, self.entry, ef, None));
+            let pool = with_graph!(self, g => beam_search(&g, &qc, self.entry, ef, graph::dup_cap(ef).max(k), None));
             let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
             let mut res: Vec<(f32, u32)> = if rerank {
                 let mut v: Vec<(f32, u32)> = live
