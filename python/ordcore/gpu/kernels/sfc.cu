@@ -33,66 +33,6 @@ ORDCORE_HD bool sfc_coord_ok(T v, int nbits) {
   return (((ord_u64)v) >> nbits) == 0ull;
 }
 
-// Skilling AxestoTranspose followed by the transpose-to-integer step, on D words of type U
-// (U = ord_u32 when nbits <= 32). x is modified.
-template <typename U>
-ORDCORE_HD ord_u64 hilbert_encode_words(U* x, int D, int nbits) {
-  if (nbits <= 0) return 0ull;
-  const U M = (U)1 << (nbits - 1);
-  for (U Q = M; Q > 1; Q >>= 1) {
-    const U P = Q - 1;
-    for (int i = 0; i < D; ++i) {
-      if (x[i] & Q) {
-        x[0] ^= P;
-      } else {
-        const U t = (x[0] ^ x[i]) & P;
-        x[0] ^= t;
-        x[i] ^= t;
-      }
-    }
-  }
-  for (int i = 1; i < D; ++i) x[i] ^= x[i - 1];
-  U t = 0;
-  for (U Q = M; Q > 1; Q >>= 1) {
-    if (x[D - 1] & Q) t ^= Q - 1;
-  }
-  for (int i = 0; i < D; ++i) x[i] ^= t;
-  ord_u64 h = 0ull;
-  for (int b = nbits - 1; b >= 0; --b) {
-    for (int i = 0; i < D; ++i) h = (h << 1) | (ord_u64)((x[i] >> b) & 1);
-  }
-  return h;
-}
-
-// Integer-to-transpose followed by Skilling TransposetoAxes (hilbertcurve.point_from_distance).
-template <typename U>
-ORDCORE_HD void hilbert_decode_words(ord_u64 h, U* x, int D, int nbits) {
-  for (int i = 0; i < D; ++i) x[i] = 0;
-  if (nbits <= 0) return;
-  int pos = D * nbits - 1;
-  for (int b = nbits - 1; b >= 0; --b) {
-    for (int i = 0; i < D; ++i, --pos) x[i] |= (U)((h >> pos) & 1ull) << b;
-  }
-  // Gray decode by H ^ (H / 2)
-  const U t0 = x[D - 1] >> 1;
-  for (int i = D - 1; i > 0; --i) x[i] ^= x[i - 1];
-  x[0] ^= t0;
-  // Undo excess work
-  for (int q = 1; q < nbits; ++q) {
-    const U Q = (U)1 << q;
-    const U P = Q - 1;
-    for (int i = D - 1; i >= 0; --i) {
-      if (x[i] & Q) {
-        x[0] ^= P;
-      } else {
-        const U t = (x[0] ^ x[i]) & P;
-        x[0] ^= t;
-        x[i] ^= t;
-      }
-    }
-  }
-}
-
 // Spread the low 32 bits of v so that bit k lands at bit 2k.
 ORDCORE_HD ord_u64 morton_spread2(ord_u64 v) {
   v &= 0xFFFFFFFFull;
@@ -133,6 +73,81 @@ ORDCORE_HD ord_u64 morton_compact3(ord_u64 v) {
   v = (v | (v >> 16)) & 0x001F00000000FFFFull;
   v = (v | (v >> 32)) & 0x00000000001FFFFFull;
   return v;
+}
+
+// Skilling AxestoTranspose followed by the transpose-to-integer step, on D words of type U
+// (U = ord_u32 when nbits <= 32). x is modified.
+template <typename U>
+ORDCORE_HD ord_u64 hilbert_encode_words(U* x, int D, int nbits) {
+  if (nbits <= 0) return 0ull;
+  const U M = (U)1 << (nbits - 1);
+  for (U Q = M; Q > 1; Q >>= 1) {
+    const U P = Q - 1;
+    for (int i = 0; i < D; ++i) {
+      if (x[i] & Q) {
+        x[0] ^= P;
+      } else {
+        const U t = (x[0] ^ x[i]) & P;
+        x[0] ^= t;
+        x[i] ^= t;
+      }
+    }
+  }
+  for (int i = 1; i < D; ++i) x[i] ^= x[i - 1];
+  U t = 0;
+  for (U Q = M; Q > 1; Q >>= 1) {
+    if (x[D - 1] & Q) t ^= Q - 1;
+  }
+  for (int i = 0; i < D; ++i) x[i] ^= t;
+  // transpose to integer: coordinate 0 is the most significant bit of each D-bit group
+  if (D == 2) return (morton_spread2((ord_u64)x[0]) << 1) | morton_spread2((ord_u64)x[1]);
+  if (D == 3 && nbits <= 21) {
+    return (morton_spread3((ord_u64)x[0]) << 2) | (morton_spread3((ord_u64)x[1]) << 1) |
+           morton_spread3((ord_u64)x[2]);
+  }
+  ord_u64 h = 0ull;
+  for (int b = nbits - 1; b >= 0; --b) {
+    for (int i = 0; i < D; ++i) h = (h << 1) | (ord_u64)((x[i] >> b) & 1);
+  }
+  return h;
+}
+
+// Integer-to-transpose followed by Skilling TransposetoAxes (hilbertcurve.point_from_distance).
+template <typename U>
+ORDCORE_HD void hilbert_decode_words(ord_u64 h, U* x, int D, int nbits) {
+  for (int i = 0; i < D; ++i) x[i] = 0;
+  if (nbits <= 0) return;
+  if (D == 2) {
+    x[0] = (U)morton_compact2(h >> 1);
+    x[1] = (U)morton_compact2(h);
+  } else if (D == 3 && nbits <= 21) {
+    x[0] = (U)morton_compact3(h >> 2);
+    x[1] = (U)morton_compact3(h >> 1);
+    x[2] = (U)morton_compact3(h);
+  } else {
+    int pos = D * nbits - 1;
+    for (int b = nbits - 1; b >= 0; --b) {
+      for (int i = 0; i < D; ++i, --pos) x[i] |= (U)((h >> pos) & 1ull) << b;
+    }
+  }
+  // Gray decode by H ^ (H / 2)
+  const U t0 = x[D - 1] >> 1;
+  for (int i = D - 1; i > 0; --i) x[i] ^= x[i - 1];
+  x[0] ^= t0;
+  // Undo excess work
+  for (int q = 1; q < nbits; ++q) {
+    const U Q = (U)1 << q;
+    const U P = Q - 1;
+    for (int i = D - 1; i >= 0; --i) {
+      if (x[i] & Q) {
+        x[0] ^= P;
+      } else {
+        const U t = (x[0] ^ x[i]) & P;
+        x[0] ^= t;
+        x[i] ^= t;
+      }
+    }
+  }
 }
 
 // Bit-plane position of coordinate i inside each D-bit group.
