@@ -164,3 +164,36 @@ def test_ann_errors(cp: Any) -> None:
         ordcore.ann.exact_search(cp.asarray(x), cp.asarray(np.ones((1, 9), np.float32)), 2)
     with pytest.raises(DTypeError):
         ordcore.ann.encode(cp.asarray(np.ones((2, 2), dtype=np.int64)))
+
+
+def test_compile_and_launch_failures_are_gpu_errors(cp: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ordcore.errors import GpuError
+
+    class Broken:
+        def __init__(self, *a: Any, **k: Any) -> None:
+            raise RuntimeError("NVRTC_ERROR_COMPILATION: simulated log line")
+
+    monkeypatch.setattr(cp, "RawModule", Broken)
+    with pytest.raises(GpuError, match="simulated log line"):
+        ordcore.hadamard.fwht(cp.zeros((2, 8), dtype=np.float32))
+
+    class Failing:
+        name = "fwht"
+        max_dynamic_shared_size_bytes = 0
+
+        def __call__(self, *a: Any, **k: Any) -> None:
+            raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure")
+
+    class Module:
+        def __init__(self, *a: Any, **k: Any) -> None: ...
+
+        def get_function(self, name: str) -> Failing:
+            return Failing()
+
+    from ordcore.gpu import _runtime
+
+    monkeypatch.setattr(cp, "RawModule", Module)
+    monkeypatch.setattr(_runtime, "_modules", {})
+    monkeypatch.setattr(_runtime, "_kernels", {})
+    with pytest.raises(GpuError, match="unspecified launch failure"):
+        ordcore.sfc.hilbert_encode(cp.zeros((2, 2), dtype=np.int32), 3)
