@@ -155,7 +155,7 @@ def _rows_transform(
         out is not None
         and out_moved.dtype == cdt
         and out_moved.flags.c_contiguous
-        and not np.shares_memory(out, src)
+        and not np.may_share_memory(out, src)
     ):
         kernel(src, out_moved.reshape(-1, n))
         return out

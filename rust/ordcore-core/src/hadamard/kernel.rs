@@ -61,10 +61,9 @@ impl Real for f64 {
 /// blocks of this many elements (L1/L2 resident), then runs the remaining large strides.
 const CACHE_BLOCK: usize = 4096;
 
-/// Stages h = 1, 2, 4 on one chunk of 8, in registers.
+/// Stages h = 1, 2, 4 on one chunk of 8 values `x`, in registers, written to `c`.
 #[inline(always)]
-fn radix8<T: Real>(c: &mut [T]) {
-    let x: [T; 8] = [c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]];
+fn radix8_store<T: Real>(x: [T; 8], c: &mut [T]) {
     let a = [
         x[0] + x[1],
         x[0] - x[1],
@@ -93,6 +92,25 @@ fn radix8<T: Real>(c: &mut [T]) {
     c[5] = b[1] - b[5];
     c[6] = b[2] - b[6];
     c[7] = b[3] - b[7];
+}
+
+/// Loads 8 values from `src` (or `dst` itself), times `signs` (if any) times `s`.
+#[inline(always)]
+fn load8<T: Real>(src: &[T], signs: Option<&[T]>, s: T) -> [T; 8] {
+    let mut v = [T::ZERO; 8];
+    match signs {
+        Some(sg) => {
+            for l in 0..8 {
+                v[l] = src[l] * sg[l] * s;
+            }
+        }
+        None => {
+            for l in 0..8 {
+                v[l] = src[l] * s;
+            }
+        }
+    }
+    v
 }
 
 /// Two stages (strides h and 2h) in one pass over contiguous quarters of each 4h block.
@@ -142,30 +160,48 @@ fn stages_from<T: Real>(x: &mut [T], mut h: usize) {
     }
 }
 
-/// Unnormalized Sylvester-order FWHT of a power-of-two-length slice, in place.
+/// Sylvester-order FWHT of a power-of-two-length slice `x`, in place, of the input
+/// `src` (or `x` itself) multiplied elementwise by `signs` (if any) and by `s`: the copy,
+/// sign flips and scale ride along with the first (radix-8) pass. `src` and `signs`, when
+/// given, have `x.len()` elements.
 #[inline(always)]
-fn pow2_generic<T: Real>(x: &mut [T]) {
+fn pow2_generic<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T) {
     let n = x.len();
     if n < 8 {
+        if let Some(src) = src {
+            x.copy_from_slice(src);
+        }
+        if let Some(sg) = signs {
+            mul_assign_generic(x, sg);
+        }
         stages_from(x, 1);
+        scale_generic(x, s);
         return;
     }
-    if n > CACHE_BLOCK {
-        for blk in x.chunks_exact_mut(CACHE_BLOCK) {
-            pow2_generic_small(blk);
+    let blk = n.min(CACHE_BLOCK);
+    for (bi, xb) in x.chunks_exact_mut(blk).enumerate() {
+        let range = bi * blk..(bi + 1) * blk;
+        let sg = signs.map(|v| &v[range.clone()]);
+        match src {
+            Some(src) => {
+                let sb = &src[range];
+                for (i, (c, sc)) in xb.chunks_exact_mut(8).zip(sb.chunks_exact(8)).enumerate() {
+                    let v = load8(sc, sg.map(|g| &g[8 * i..8 * i + 8]), s);
+                    radix8_store(v, c);
+                }
+            }
+            None => {
+                for (i, c) in xb.chunks_exact_mut(8).enumerate() {
+                    let v = load8(c, sg.map(|g| &g[8 * i..8 * i + 8]), s);
+                    radix8_store(v, c);
+                }
+            }
         }
-        stages_from(x, CACHE_BLOCK);
-    } else {
-        pow2_generic_small(x);
+        stages_from(xb, 8);
     }
-}
-
-#[inline(always)]
-fn pow2_generic_small<T: Real>(x: &mut [T]) {
-    for c in x.chunks_exact_mut(8) {
-        radix8(c);
+    if n > blk {
+        stages_from(x, blk);
     }
-    stages_from(x, 8);
 }
 
 /// `out[c*p..][..p] = sum_a mix[c*k + a] * x[a*p..][..p]` (the `H_K` factor).
@@ -251,8 +287,8 @@ macro_rules! dispatched {
 }
 
 dispatched!(
-    /// Unnormalized Sylvester-order FWHT of `x` (length a power of two), in place.
-    pow2, pow2_generic, (x: &mut [T]));
+    /// Sylvester-order FWHT of `(src or x) * signs * s` into `x` (length a power of two).
+    pow2, pow2_generic, (src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T));
 dispatched!(
     /// The `H_K` mixing step (see [`kmix_generic`]).
     kmix, kmix_generic, (x: &[T], out: &mut [T], mix: &[T], k: usize, p: usize));
