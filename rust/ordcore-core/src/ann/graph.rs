@@ -283,6 +283,8 @@ fn robust_prune_impl<D: CodeDist>(
     cands.dedup_by_key(|c| c.1);
     cands.retain(|&(_, id)| id != p && !skip(id));
     cands.sort_unstable_by_key(|&(d, id)| (d, pair_hash(p, id), id));
+    // DiskANN's `maxc`: candidates past the nearest `max(2R, 128)` are almost never kept.
+    cands.truncate((2 * r).max(128));
     let pc = g.code(p);
     let twin: Vec<bool> = cands.iter().map(|&(_, id)| g.code(id) == pc).collect();
     let mut pruned = vec![false; cands.len()];
