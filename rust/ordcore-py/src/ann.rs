@@ -7,7 +7,10 @@
 use std::path::PathBuf;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
+};
 use ordcore_core::ann::{self, Metric, Params};
 use pyo3::prelude::*;
 
@@ -176,7 +179,11 @@ impl PyBQGraphIndex {
     }
 
     /// `(dim, metric, bits, R, L_build, alpha, rotation, seed)`.
-    fn params(&self, py: Python<'_>) -> PyResult<(usize, String, usize, usize, usize, f64, bool, u64)> {
+    #[allow(clippy::type_complexity)]
+    fn params(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(usize, String, usize, usize, usize, f64, bool, u64)> {
         self.read(py, |i| {
             let p = i.params();
             (
@@ -248,7 +255,7 @@ fn ann_encode<'py>(
     let xs = slice2(&x, "X")?;
     let codes = run(py, None, move || ann::encode(xs, dim, bits, m))?;
     let cw = bits * ann::codes::words_for(dim);
-    Ok(codes.into_pyarray(py).reshape([n, cw])?)
+    codes.into_pyarray(py).reshape([n, cw])
 }
 
 #[pyfunction]
@@ -311,7 +318,9 @@ fn ann_exact_search<'py>(
     }
     let nq = q.shape()[0];
     let (xs, qs) = (slice2(&x, "X")?, slice2(&q, "Q")?);
-    let (ids, ds) = run(py, num_threads, move || ann::exact_search(xs, qs, dim, k, m))?;
+    let (ids, ds) = run(py, num_threads, move || {
+        ann::exact_search(xs, qs, dim, k, m)
+    })?;
     Ok((
         ids.into_pyarray(py).reshape([nq, k])?,
         ds.into_pyarray(py).reshape([nq, k])?,

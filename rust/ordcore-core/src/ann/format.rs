@@ -240,7 +240,9 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     let version = u32_at(b, 8);
     if crc32fast::hash(&b[..84]) != u32_at(b, 84) {
-        return Err(fmt_err(format!("{name}: header checksum mismatch (corrupted header)")));
+        return Err(fmt_err(format!(
+            "{name}: header checksum mismatch (corrupted header)"
+        )));
     }
     if version > VERSION {
         return Err(fmt_err(format!(
@@ -251,7 +253,8 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         return Err(fmt_err(format!("{name}: invalid format version 0")));
     }
     let dim = u64_at(b, 16) as usize;
-    let metric = Metric::from_code(b[24]).ok_or_else(|| fmt_err(format!("{name}: unknown metric code {}", b[24])))?;
+    let metric = Metric::from_code(b[24])
+        .ok_or_else(|| fmt_err(format!("{name}: unknown metric code {}", b[24])))?;
     let bits = b[25] as usize;
     let rotation = match b[26] {
         0 => false,
@@ -315,10 +318,17 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     for (i, &d) in deg.iter().enumerate() {
         if d as usize > r {
-            return Err(fmt_err(format!("{name}: node {i} has degree {d} > R = {r}")));
+            return Err(fmt_err(format!(
+                "{name}: node {i} has degree {d} > R = {r}"
+            )));
         }
-        if adj[i * r..i * r + d as usize].iter().any(|&j| j as usize >= n) {
-            return Err(fmt_err(format!("{name}: node {i} has an edge out of range")));
+        if adj[i * r..i * r + d as usize]
+            .iter()
+            .any(|&j| j as usize >= n)
+        {
+            return Err(fmt_err(format!(
+                "{name}: node {i} has an edge out of range"
+            )));
         }
     }
     if n > 0 && entry as usize >= n {

@@ -98,7 +98,10 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
             // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
             unsafe {
                 std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0);
-                std::arch::x86_64::_mm_prefetch(ptr.wrapping_add(64), std::arch::x86_64::_MM_HINT_T0);
+                std::arch::x86_64::_mm_prefetch(
+                    ptr.wrapping_add(64),
+                    std::arch::x86_64::_MM_HINT_T0,
+                );
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -117,7 +120,12 @@ fn key(d: u32, id: u32) -> u64 {
 /// How many beam entries around `pos` have the distance of `k` and exactly the code of node
 /// `k as u32` (equal-distance entries are contiguous in the sorted beam).
 #[inline(always)]
-fn same_code_count<D: CodeDist>(g: &GraphRef<'_, D>, pool: &[(u64, bool)], pos: usize, k: u64) -> usize {
+fn same_code_count<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    pool: &[(u64, bool)],
+    pos: usize,
+    k: u64,
+) -> usize {
     let d = k >> 32;
     let code = g.code(k as u32);
     let mut count = 0;
@@ -152,62 +160,57 @@ fn beam_search_impl<D: CodeDist>(
     l: usize,
     dup_cap: usize,
     mut expanded: Option<&mut Vec<(u32, u32)>>,
+    vis: &mut Visited,
 ) -> Vec<(u32, u32)> {
-    if g.n() == 0 {
-        return Vec::new();
-    }
     let l = l.max(1);
-    VISITED.with(|cell| {
-        let mut vis = cell.borrow_mut();
-        vis.reset(g.n());
-        // (key, expanded?) sorted by key.
-        let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l + 1);
-        vis.insert(entry);
-        pool.push((key(g.d(q, entry), entry), false));
-        let mut cur = 0usize;
-        while cur < pool.len() {
-            pool[cur].1 = true;
-            let node = pool[cur].0 as u32;
-            if let Some(e) = expanded.as_deref_mut() {
-                e.push(((pool[cur].0 >> 32) as u32, node));
+    vis.reset(g.n());
+    // (key, expanded?) sorted by key.
+    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l + 1);
+    vis.insert(entry);
+    pool.push((key(g.d(q, entry), entry), false));
+    let mut cur = 0usize;
+    while cur < pool.len() {
+        pool[cur].1 = true;
+        let node = pool[cur].0 as u32;
+        if let Some(e) = expanded.as_deref_mut() {
+            e.push(((pool[cur].0 >> 32) as u32, node));
+        }
+        let mut next = cur + 1;
+        let nbs = g.neighbors(node);
+        for &nb in nbs.iter().take(4) {
+            g.prefetch(nb);
+        }
+        for (t, &nb) in nbs.iter().enumerate() {
+            if let Some(&ahead) = nbs.get(t + 4) {
+                g.prefetch(ahead);
             }
-            let mut next = cur + 1;
-            let nbs = g.neighbors(node);
-            for &nb in nbs.iter().take(4) {
-                g.prefetch(nb);
+            if !vis.insert(nb) {
+                continue;
             }
-            for (t, &nb) in nbs.iter().enumerate() {
-                if let Some(&ahead) = nbs.get(t + 4) {
-                    g.prefetch(ahead);
-                }
-                if !vis.insert(nb) {
-                    continue;
-                }
-                let k = key(g.d(q, nb), nb);
-                if pool.len() >= l && k >= pool[pool.len() - 1].0 {
-                    continue;
-                }
-                let pos = pool.partition_point(|e| e.0 < k);
-                if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
-                    continue;
-                }
-                pool.insert(pos, (k, false));
-                if pool.len() > l {
-                    pool.pop();
-                }
-                if pos < next {
-                    next = pos;
-                }
+            let k = key(g.d(q, nb), nb);
+            if pool.len() >= l && k >= pool[pool.len() - 1].0 {
+                continue;
             }
-            cur = next;
-            while cur < pool.len() && pool[cur].1 {
-                cur += 1;
+            let pos = pool.partition_point(|e| e.0 < k);
+            if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
+                continue;
+            }
+            pool.insert(pos, (k, false));
+            if pool.len() > l {
+                pool.pop();
+            }
+            if pos < next {
+                next = pos;
             }
         }
-        pool.into_iter()
-            .map(|(k, _)| ((k >> 32) as u32, k as u32))
-            .collect()
-    })
+        cur = next;
+        while cur < pool.len() && pool[cur].1 {
+            cur += 1;
+        }
+    }
+    pool.into_iter()
+        .map(|(k, _)| ((k >> 32) as u32, k as u32))
+        .collect()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -219,8 +222,9 @@ unsafe fn beam_search_popcnt<D: CodeDist>(
     l: usize,
     dup_cap: usize,
     expanded: Option<&mut Vec<(u32, u32)>>,
+    vis: &mut Visited,
 ) -> Vec<(u32, u32)> {
-    beam_search_impl(g, q, entry, l, dup_cap, expanded)
+    beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
 }
 
 /// Whether the popcount instruction is used (runtime CPU feature detection).
@@ -244,14 +248,20 @@ pub fn beam_search<D: CodeDist>(
     dup_cap: usize,
     expanded: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_popcnt() {
-            // SAFETY: the CPU supports popcnt (checked at run time).
-            return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded) };
-        }
+    if g.n() == 0 {
+        return Vec::new();
     }
-    beam_search_impl(g, q, entry, l, dup_cap, expanded)
+    VISITED.with(|cell| {
+        let mut vis = cell.borrow_mut();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_popcnt() {
+                // SAFETY: the CPU supports popcnt (checked at run time).
+                return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
+            }
+        }
+        beam_search_impl(g, q, entry, l, dup_cap, expanded, &mut vis)
+    })
 }
 
 #[inline(always)]
@@ -273,6 +283,8 @@ fn robust_prune_impl<D: CodeDist>(
     cands.dedup_by_key(|c| c.1);
     cands.retain(|&(_, id)| id != p && !skip(id));
     cands.sort_unstable_by_key(|&(d, id)| (d, pair_hash(p, id), id));
+    // DiskANN's `maxc`: candidates past the nearest `max(2R, 128)` are almost never kept.
+    cands.truncate((2 * r).max(128));
     let pc = g.code(p);
     let twin: Vec<bool> = cands.iter().map(|&(_, id)| g.code(id) == pc).collect();
     let mut pruned = vec![false; cands.len()];

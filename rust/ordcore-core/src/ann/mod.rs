@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::{ensure, Error, Result};
-use codes::{encode_one, normalize_into, words_for, Hamming, SignMag};
+use codes::{encode_one, normalize_into, words_for, Hamming, SignMag, SignMagN};
 use graph::{beam_search, robust_prune, GraphRef};
 use rotation::Rotation;
 
@@ -140,7 +140,9 @@ fn prepare_rows(x: &[f32], dim: usize, metric: Metric) -> Vec<f32> {
                 .zip(out.par_chunks_exact_mut(dim))
                 .for_each(f);
         } else {
-            x.chunks_exact(dim).zip(out.chunks_exact_mut(dim)).for_each(f);
+            x.chunks_exact(dim)
+                .zip(out.chunks_exact_mut(dim))
+                .for_each(f);
         }
     }
     out
@@ -291,7 +293,9 @@ fn column_mean(rows: &[f32], dim: usize) -> Vec<f32> {
             *a += v as f64;
         }
     }
-    acc.into_iter().map(|a| (a / n.max(1) as f64) as f32).collect()
+    acc.into_iter()
+        .map(|a| (a / n.max(1) as f64) as f32)
+        .collect()
 }
 
 /// Float vectors used for reranking: owned, or mapped from an index file.
@@ -400,6 +404,37 @@ macro_rules! with_graph {
     }};
 }
 
+/// Like `with_graph!`, with the word count fixed at compile time for common dimensions
+/// (used on the hot paths: construction searches and prunes, and queries).
+macro_rules! with_graph_fast {
+    ($self:expr, $g:ident => $body:expr) => {{
+        let words = words_for($self.code_dim);
+        macro_rules! fixed {
+            ($w:literal) => {{
+                let $g = GraphRef {
+                    dist: SignMagN::<$w> {
+                        dim: $self.code_dim as u32,
+                    },
+                    codes: &$self.codes,
+                    adj: &$self.adj,
+                    deg: &$self.deg,
+                    r: $self.stride,
+                };
+                $body
+            }};
+        }
+        match ($self.params.bits, words) {
+            (2, 2) => fixed!(2),
+            (2, 4) => fixed!(4),
+            (2, 6) => fixed!(6),
+            (2, 8) => fixed!(8),
+            (2, 12) => fixed!(12),
+            (2, 16) => fixed!(16),
+            _ => with_graph!($self, $g => $body),
+        }
+    }};
+}
+
 /// Result of one search: ids and distances, `k` per query.
 pub type SearchResult = (Vec<i64>, Vec<f32>);
 
@@ -408,11 +443,26 @@ impl BQGraphIndex {
     pub fn new(params: Params) -> Result<Self> {
         let p = &params;
         ensure!(p.dim >= 1, "dim", "must be at least 1, got {}", p.dim);
-        ensure!(p.dim <= 1 << 20, "dim", "must be at most 2^20, got {}", p.dim);
-        ensure!(p.bits == 1 || p.bits == 2, "bits", "must be 1 or 2, got {}", p.bits);
+        ensure!(
+            p.dim <= 1 << 20,
+            "dim",
+            "must be at most 2^20, got {}",
+            p.dim
+        );
+        ensure!(
+            p.bits == 1 || p.bits == 2,
+            "bits",
+            "must be 1 or 2, got {}",
+            p.bits
+        );
         ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
         ensure!(p.r <= 4096, "R", "must be at most 4096, got {}", p.r);
-        ensure!(p.l_build >= 1, "L_build", "must be at least 1, got {}", p.l_build);
+        ensure!(
+            p.l_build >= 1,
+            "L_build",
+            "must be at least 1, got {}",
+            p.l_build
+        );
         ensure!(
             p.alpha.is_finite() && p.alpha >= 1.0,
             "alpha",
@@ -493,7 +543,12 @@ impl BQGraphIndex {
 
     /// Adds `x` (`n x dim`, row-major) with user ids (`None`: consecutive ids after the
     /// largest id ever used, from 0). Validates everything before changing the index.
-    pub fn add(&mut self, x: &[f32], ids: Option<&[i64]>, progress: Option<Progress<'_>>) -> Result<()> {
+    pub fn add(
+        &mut self,
+        x: &[f32],
+        ids: Option<&[i64]>,
+        progress: Option<Progress<'_>>,
+    ) -> Result<()> {
         let dim = self.params.dim;
         ensure!(
             x.len() % dim == 0,
@@ -549,7 +604,11 @@ impl BQGraphIndex {
         let rows = prepare_rows(x, dim, self.params.metric);
         let first = self.ids.is_empty();
         if first && self.params.rotation {
-            self.rot = Some(Rotation::new(dim, self.params.seed, column_mean(&rows, dim))?);
+            self.rot = Some(Rotation::new(
+                dim,
+                self.params.seed,
+                column_mean(&rows, dim),
+            )?);
         }
         let codes = encode_rows(&rows, dim, self.params.bits, self.rot.as_ref())?;
         // From here on nothing fails.
@@ -642,7 +701,9 @@ impl BQGraphIndex {
             }
         }
         let mean: Vec<f32> = acc.iter().map(|a| (a / cnt.max(1) as f64) as f32).collect();
-        let mc = self.encode_query(&mean).unwrap_or_else(|_| vec![0; self.cw]);
+        let mc = self
+            .encode_query(&mean)
+            .unwrap_or_else(|_| vec![0; self.cw]);
         with_graph!(self, g => {
             (0..self.n_nodes() as u32)
                 .filter(|&i| !self.deleted[i as usize])
@@ -710,7 +771,7 @@ impl BQGraphIndex {
             let deleted = &self.deleted;
             let skip = |i: u32| deleted[i as usize];
             let entry = self.entry;
-            let lists: Vec<Vec<u32>> = with_graph!(self, g => {
+            let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
                 let work = |&p: &u32| {
                     let mut cands = Vec::with_capacity(2 * l);
                     let pc = g.code(p);
@@ -742,7 +803,7 @@ impl BQGraphIndex {
             }
             let deleted = &self.deleted;
             let skip = |i: u32| deleted[i as usize];
-            let updates: Vec<(u32, Vec<u32>)> = with_graph!(self, g => {
+            let updates: Vec<(u32, Vec<u32>)> = with_graph_fast!(self, g => {
                 let work = |(j, srcs): &(u32, Vec<u32>)| {
                     let cur = g.neighbors(*j);
                     let mut merged = cur.to_vec();
@@ -810,7 +871,11 @@ impl BQGraphIndex {
         rerank_k: Option<usize>,
     ) -> Result<SearchResult> {
         ensure!(k >= 1, "k", "must be at least 1, got {k}");
-        ensure!(ef_search >= 1, "ef_search", "must be at least 1, got {ef_search}");
+        ensure!(
+            ef_search >= 1,
+            "ef_search",
+            "must be at least 1, got {ef_search}"
+        );
         if let Some(rk) = rerank_k {
             ensure!(rk >= 1, "rerank_k", "must be at least 1, got {rk}");
         }
@@ -828,7 +893,7 @@ impl BQGraphIndex {
         let vecs = self.vectors.as_slice();
         let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
             let qc = self.encode_query(qr)?;
-            let pool = with_graph!(self, g => beam_search(&g, &qc, self.entry, ef, graph::dup_cap(ef).max(k), None));
+            let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, ef, graph::dup_cap(ef).max(k), None));
             let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
             let mut res: Vec<(f32, u32)> = if rerank {
                 let mut v: Vec<(f32, u32)> = live
@@ -855,7 +920,10 @@ impl BQGraphIndex {
             }
             Ok(())
         };
-        let it = ids.chunks_mut(k).zip(ds.chunks_mut(k)).zip(qs.chunks_exact(dim));
+        let it = ids
+            .chunks_mut(k)
+            .zip(ds.chunks_mut(k))
+            .zip(qs.chunks_exact(dim));
         if nq >= 8 {
             ids.par_chunks_mut(k)
                 .zip(ds.par_chunks_mut(k))
@@ -924,9 +992,9 @@ impl BQGraphIndex {
         // Renumber the live nodes.
         let mut remap = vec![u32::MAX; n];
         let mut next = 0u32;
-        for i in 0..n {
-            if !self.deleted[i] {
-                remap[i] = next;
+        for (slot, &del) in remap.iter_mut().zip(&self.deleted) {
+            if !del {
+                *slot = next;
                 next += 1;
             }
         }
