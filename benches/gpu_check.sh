@@ -58,11 +58,11 @@ export PYTHONPATH="$stage/site${PYTHONPATH:+:$PYTHONPATH}"
 say "GPU test suite: pytest -m gpu"
 status=0
 # third-party deprecation warnings are shown, not turned into errors, on this machine
-timeout 200 "$PY" -m pytest tests/test_gpu.py -m gpu -q -p no:cacheprovider \
+timeout 170 "$PY" -m pytest tests/test_gpu.py -m gpu -q -p no:cacheprovider \
   -W "default::DeprecationWarning" -W "default::FutureWarning" || status=$?
 
 say "throughput table"
-timeout 150 "$PY" benches/gpu_throughput.py ${GPU_CHECK_QUICK:+--quick} || status=$((status ? status : $?))
+timeout 100 "$PY" benches/gpu_throughput.py ${GPU_CHECK_QUICK:+--quick} || status=$((status ? status : $?))
 
 say "done (exit $status)"
 exit "$status"
