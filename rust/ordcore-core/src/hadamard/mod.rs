@@ -291,9 +291,9 @@ pub fn fwht_into<T: Real>(
 pub fn hadamard_matrix(n: usize) -> Result<Vec<i8>> {
     let plan = Plan::new("n", n)?;
     ensure!(
-        n <= 1 << 15,
+        n <= 1 << 14,
         "n",
-        "{n} is too large for a dense matrix (at most 32768)"
+        "{n} is too large for a dense matrix (at most 16384)"
     );
     let hk = &plan.base.h;
     let (k, p) = (plan.k, plan.p);
