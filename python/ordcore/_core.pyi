@@ -229,3 +229,75 @@ def packing_materialize(
 ) -> dict[str, Any]: ...
 
 # --- ann ---
+
+import os as _os
+from collections.abc import Callable as _Callable
+
+import numpy as _np
+import numpy.typing as _npt
+from typing import final as _final
+
+@_final
+class BQGraphIndex:
+    def __new__(
+        cls,
+        dim: int,
+        metric: str,
+        bits: int,
+        r: int,
+        l_build: int,
+        alpha: float,
+        rotation: bool,
+        seed: int,
+    ) -> BQGraphIndex: ...
+    def add(
+        self,
+        x: _npt.NDArray[_np.float32],
+        ids: _npt.NDArray[_np.int64] | None,
+        num_threads: int | None,
+        progress: _Callable[[int, int], None] | None,
+    ) -> None: ...
+    def search(
+        self,
+        q: _npt.NDArray[_np.float32],
+        k: int,
+        ef_search: int,
+        rerank: bool,
+        rerank_k: int | None,
+        num_threads: int | None,
+    ) -> tuple[_npt.NDArray[_np.int64], _npt.NDArray[_np.float32]]: ...
+    def remove(self, ids: _npt.NDArray[_np.int64]) -> None: ...
+    def compact(self, num_threads: int | None = None) -> None: ...
+    def __len__(self) -> int: ...
+    def memory_usage(self) -> tuple[int, int, int]: ...
+    def save(self, path: str | _os.PathLike[str]) -> None: ...
+    @staticmethod
+    def load(path: str | _os.PathLike[str], mmap: bool) -> BQGraphIndex: ...
+    def params(self) -> tuple[int, str, int, int, int, float, bool, int]: ...
+    def code_dim(self) -> int: ...
+    def n_nodes(self) -> int: ...
+    def vectors_mapped(self) -> bool: ...
+    def ids(self) -> _npt.NDArray[_np.int64]: ...
+    def __contains__(self, key: int, /) -> bool: ...
+    def graph(self) -> tuple[_npt.NDArray[_np.int64], _npt.NDArray[_np.uint32]]: ...
+
+def ann_encode(x: _npt.NDArray[_np.float32], bits: int, metric: str) -> _npt.NDArray[_np.uint64]: ...
+def ann_code_distance(
+    a: _npt.NDArray[_np.uint64], b: _npt.NDArray[_np.uint64], dim: int, bits: int
+) -> _npt.NDArray[_np.uint32]: ...
+def ann_exact_search(
+    x: _npt.NDArray[_np.float32],
+    q: _npt.NDArray[_np.float32],
+    k: int,
+    metric: str,
+    num_threads: int | None,
+) -> tuple[_npt.NDArray[_np.int64], _npt.NDArray[_np.float32]]: ...
+def ann_fitness_recall(
+    x: _npt.NDArray[_np.float32],
+    metric: str,
+    bits: int,
+    k: int,
+    rotation_seed: int | None,
+    num_threads: int | None,
+) -> float: ...
+def ann_has_popcnt() -> bool: ...

@@ -1,1 +1,661 @@
-"""ordcore.ann (being written; see the README)."""
+"""Binary-quantized graph search: ``ordcore.ann``.
+
+A training-free approximate-nearest-neighbour index after QuIVer ("Quantized Index for
+Vector Retrieval", arXiv 2605.02171): every vector becomes a 2-bit sign-magnitude binary code
+(or a 1-bit sign code), a Vamana graph (DiskANN, Subramanya et al., NeurIPS 2019) is built
+and searched entirely in code space with popcounts, and only the final candidates are
+reranked with exact float32 distances.
+
+Beyond the paper: ``rotation="hadamard"`` centers the data and applies a seeded randomized
+Hadamard rotation before coding, which makes Euclidean-native data (SIFT-like, all-positive
+coordinates) codable; :func:`bq_fitness` measures whether the codes rank a data set well.
+
+Conventions (hnswlib / faiss)
+-----------------------------
+* ids are int64 user labels; missing results are padded with id ``-1`` and distance ``+inf``.
+* distances: ``"cosine"`` returns ``1 - cos(q, x)`` in ``[0, 2]`` (vectors are L2-normalized
+  on add and search); ``"ip"`` returns ``1 - <q, x>`` (hnswlib's ``"ip"``); ``"l2"`` returns
+  the squared Euclidean distance (hnswlib and faiss). Smaller is always nearer.
+* Input arrays are 2-D; float16/float32/float64 and small integer dtypes (exactly
+  representable in float32) are accepted and converted to float32; inputs are never modified.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Literal, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+from ordcore import _core
+from ordcore import gpu as _gpu
+from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
+
+__all__ = [
+    "BQGraphIndex",
+    "encode",
+    "code_distance",
+    "exact_search",
+    "recall_at_k",
+    "bq_fitness",
+    "FitnessReport",
+    "FITNESS_THRESHOLD",
+]
+
+Metric = Literal["cosine", "ip", "l2"]
+_METRICS = ("cosine", "ip", "l2")
+
+#: Code-space recall@10 (see :func:`bq_fitness`) below which data counts as unfit for the
+#: chosen settings: graph search then needs a very wide beam to reach high recall.
+FITNESS_THRESHOLD = 0.3
+
+#: ``add`` checks fitness on the first build of at least this many rows.
+_FITNESS_MIN_ROWS = 1000
+_FITNESS_ADD_SAMPLE = 1000
+
+_EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)
+
+
+def _as_matrix(x: Any, arg: str, dim: int | None = None) -> npt.NDArray[np.float32]:
+    """`x` as a C-contiguous native float32 (n, dim) array (a copy when needed)."""
+    a = np.asarray(x)
+    if a.dtype == np.bool_ or a.dtype.kind not in "fiu":
+        raise DTypeError(
+            f"{arg}: dtype {a.dtype} is not a real number type (use float16/32/64 or a "
+            "small integer type)"
+        )
+    if a.ndim != 2:
+        raise InvalidArgumentError(f"{arg}: must be a 2-D array (n, dim), got shape {a.shape}")
+    if a.dtype.kind in "iu" and a.dtype.type not in _EXACT_INT:
+        if a.size and int(np.max(np.abs(a.astype(np.float64)))) > 2**24:
+            raise DTypeError(
+                f"{arg}: dtype {a.dtype} has values above 2**24 that float32 cannot hold exactly"
+            )
+    if dim is not None and a.shape[1] != dim:
+        raise InvalidArgumentError(
+            f"{arg}: dimension {a.shape[1]} does not match the index dimension {dim}"
+        )
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _as_ids(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
+    a = np.asarray(ids)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1:
+        raise InvalidArgumentError(f"{arg}: must be 1-D, got shape {a.shape}")
+    if a.size and a.dtype.kind not in "iu":
+        raise DTypeError(f"{arg}: must be integers, got dtype {a.dtype}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise InvalidArgumentError(f"{arg}: values must fit in int64")
+    if n is not None and a.shape[0] != n:
+        raise InvalidArgumentError(f"{arg}: has {a.shape[0]} entries but X has {n} rows")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in _METRICS:
+        raise InvalidArgumentError(
+            f"metric: unknown metric {metric!r} (expected 'cosine', 'ip' or 'l2')"
+        )
+
+
+def _positive_int(value: Any, arg: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
+    if value < 1:
+        raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
+    return int(value)
+
+
+def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt.NDArray[np.uint64]:
+    """Sign-magnitude binary codes of the rows of ``x`` (QuIVer, arXiv 2605.02171).
+
+    Parameters
+    ----------
+    x : array_like, shape (n, D)
+        Vectors (float or small-integer dtype; converted to float32).
+    bits : {1, 2}
+        ``1``: sign plane only; ``2``: sign then magnitude plane.
+    metric : {"cosine", "ip", "l2"}
+        Under ``"cosine"`` rows are L2-normalized first (norm accumulated in float64,
+        ``x_i / norm`` rounded to float32); zero rows are then an error.
+
+    Returns
+    -------
+    numpy.ndarray of uint64, shape (n, bits * ceil(D / 64))
+        Per row, the sign plane (bit ``i % 64`` of word ``i // 64`` is 1 iff ``x_i > 0``),
+        then for ``bits=2`` the magnitude plane (1 iff ``|x_i| > tau`` with
+        ``tau = mean(|x_i|)``: the float32 values widened to float64, summed in index order
+        in float64, divided by ``D`` in float64, compared in float64). Bits past ``D`` are 0.
+        No rotation is applied here (an index with ``rotation="hadamard"`` codes rotated
+        vectors).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Bad ``bits``/``metric``, non-2-D input, NaN/inf, or a zero row under cosine.
+    DTypeError
+        A dtype that is not a real number type.
+    """
+    if _gpu.is_device_array(x):
+        return _gpu.ann.encode(x, bits=bits, metric=metric)  # type: ignore[no-any-return]
+    _check_metric(metric)
+    if bits not in (1, 2):
+        raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
+    a = _as_matrix(x, "X")
+    if a.shape[1] < 1:
+        raise InvalidArgumentError("X: dimension must be at least 1")
+    return _core.ann_encode(a, int(bits), metric)
+
+
+def code_distance(
+    codes_a: npt.ArrayLike, codes_b: npt.ArrayLike, dim: int, bits: int = 2
+) -> npt.NDArray[np.uint32]:
+    """Row-wise code distance between two arrays of codes from :func:`encode`.
+
+    ``bits=2``: ``d(a, b) = 4D - sum_i s_a,i s_b,i m_a,i m_b,i`` with ``s = +-1`` the sign and
+    ``m = 1 + strong`` the magnitude; ``bits=1``: Hamming distance of the sign planes.
+    This is **not a metric**: ``d(a, a) = 3D - 3 * |strong_a| > 0`` in general, and a code can
+    be nearer to another code than to itself.
+
+    Parameters
+    ----------
+    codes_a, codes_b : array_like of uint64, shape (n, bits * ceil(dim / 64))
+    dim : int
+        The vector dimension ``D`` the codes were built from.
+    bits : {1, 2}
+
+    Returns
+    -------
+    numpy.ndarray of uint32, shape (n,)
+    """
+    if _gpu.is_device_array(codes_a):
+        return _gpu.ann.code_distance(codes_a, codes_b, dim, bits)  # type: ignore[no-any-return]
+    a = np.ascontiguousarray(np.asarray(codes_a), dtype=np.uint64)
+    b = np.ascontiguousarray(np.asarray(codes_b), dtype=np.uint64)
+    if a.ndim != 2 or b.ndim != 2:
+        raise InvalidArgumentError("codes_a: codes must be 2-D (n, words)")
+    return _core.ann_code_distance(a, b, int(dim), int(bits))
+
+
+def exact_search(
+    X: npt.ArrayLike,
+    Q: npt.ArrayLike,
+    k: int,
+    metric: Metric = "cosine",
+    *,
+    num_threads: int | None = None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Brute-force k nearest rows of ``X`` for each query (parallel over queries).
+
+    Returns ``(ids int64 (nq, k), distances float32 (nq, k))`` in the module's distance
+    conventions, nearest first, ties broken by the smaller row index; when ``k > len(X)`` the
+    tail is padded with ``-1`` / ``+inf``. Same errors as :meth:`BQGraphIndex.search`.
+    """
+    if _gpu.is_device_array(X):
+        return _gpu.ann.exact_search(X, Q, _positive_int(k, "k"), metric=metric)
+    _check_metric(metric)
+    k = _positive_int(k, "k")
+    xa = _as_matrix(X, "X")
+    qa = _as_matrix(Q, "Q", xa.shape[1])
+    return _core.ann_exact_search(xa, qa, k, metric, num_threads)
+
+
+def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None) -> float:
+    """Mean recall@k: ``|found[i, :k] & truth[i, :k]| / k`` averaged over queries.
+
+    ``found`` and ``truth`` are (nq, >= k) integer arrays (padding ids ``-1`` in ``found``
+    never match). ``k`` defaults to ``found.shape[1]``.
+    """
+    f = np.asarray(found)
+    t = np.asarray(truth)
+    if f.ndim != 2 or t.ndim != 2 or f.shape[0] != t.shape[0]:
+        raise InvalidArgumentError(
+            f"found: shapes {f.shape} and {t.shape} must be 2-D with equal rows"
+        )
+    kk = f.shape[1] if k is None else _positive_int(k, "k")
+    if kk > f.shape[1] or kk > t.shape[1]:
+        raise InvalidArgumentError(f"k: {kk} exceeds the columns of found or truth")
+    if f.shape[0] == 0:
+        return 0.0
+    hits: int = 0
+    for a, b in zip(f[:, :kk], t[:, :kk]):
+        hits += len(set(a[a >= 0].tolist()) & set(b.tolist()))
+    return float(hits) / float(f.shape[0] * kk)
+
+
+class FitnessReport(TypedDict):
+    """What :func:`bq_fitness` returns."""
+
+    recall: float
+    recall_rotated: float
+    bits: int
+    metric: str
+    k: int
+    sample: int
+    threshold: float
+    fit: bool
+    fit_rotated: bool
+    recommendation: str
+    recommended_rotation: str | None
+
+
+def _sample_rows(a: npt.NDArray[np.float32], sample: int, seed: int) -> npt.NDArray[np.float32]:
+    if a.shape[0] <= sample:
+        return a
+    rng = np.random.default_rng(seed)
+    rows = np.sort(rng.choice(a.shape[0], size=sample, replace=False))
+    return np.ascontiguousarray(a[rows])
+
+
+def bq_fitness(
+    X: npt.ArrayLike,
+    *,
+    sample: int = 2000,
+    k: int = 10,
+    seed: int = 0,
+    metric: Metric = "cosine",
+    bits: int = 2,
+    num_threads: int | None = None,
+) -> FitnessReport:
+    """How well binary codes rank this data, with and without the Hadamard rotation.
+
+    On ``sample`` rows drawn with ``seed``, each row is a query against the other rows: the
+    code-space top-``k`` (by :func:`code_distance`) is compared to the exact top-``k`` in the
+    metric, and the mean recall@k is reported. Graph search and reranking recover much of
+    what the codes miss, but when this figure is below :data:`FITNESS_THRESHOLD` (0.3) a
+    code-space graph needs a very wide beam: the data is reported unfit.
+
+    Returns
+    -------
+    FitnessReport
+        ``recall`` and ``recall_rotated`` (code-space recall@k without / with centering and
+        the randomized Hadamard rotation), ``fit`` / ``fit_rotated``, and a
+        ``recommendation`` sentence with ``recommended_rotation`` (``None`` or
+        ``"hadamard"``; rotation is recommended when it raises recall by more than 0.05).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Fewer than ``k + 1`` rows, NaN/inf, zero rows under cosine, bad arguments.
+    """
+    _check_metric(metric)
+    if bits not in (1, 2):
+        raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
+    sample = _positive_int(sample, "sample")
+    k = _positive_int(k, "k")
+    a = _sample_rows(_as_matrix(X, "X"), sample, seed)
+    if a.shape[0] <= k:
+        raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
+    plain = _core.ann_fitness_recall(a, metric, int(bits), k, None, num_threads)
+    rotated = _core.ann_fitness_recall(a, metric, int(bits), k, int(seed), num_threads)
+    rec: str | None = "hadamard" if rotated > plain + 0.05 else None
+    fit, fit_rot = plain >= FITNESS_THRESHOLD, rotated >= FITNESS_THRESHOLD
+    if fit and rec is None:
+        text = f"fit: code-space recall@{k} {plain:.2f}; no rotation needed"
+    elif rec == "hadamard" and fit_rot:
+        text = (
+            f"use rotation='hadamard': code-space recall@{k} rises from {plain:.2f} to "
+            f"{rotated:.2f}"
+        )
+    elif rec == "hadamard":
+        text = (
+            f"unfit even rotated (recall@{k} {plain:.2f} -> {rotated:.2f}); use "
+            "rotation='hadamard', a wide ef_search, or a float index"
+        )
+    else:
+        text = (
+            f"unfit: code-space recall@{k} {plain:.2f} (rotated {rotated:.2f}); use a wide "
+            "ef_search or a float index"
+        )
+    return FitnessReport(
+        recall=float(plain),
+        recall_rotated=float(rotated),
+        bits=int(bits),
+        metric=metric,
+        k=k,
+        sample=int(a.shape[0]),
+        threshold=FITNESS_THRESHOLD,
+        fit=fit,
+        fit_rotated=fit_rot,
+        recommendation=text,
+        recommended_rotation=rec,
+    )
+
+
+class MemoryUsage(TypedDict):
+    """Bytes held by an index (see :meth:`BQGraphIndex.memory_usage`)."""
+
+    codes: int
+    graph: int
+    float_vectors: int
+    float_vectors_mapped: bool
+
+
+class BQGraphIndex:
+    """Binary-quantized Vamana graph index (QuIVer, arXiv 2605.02171).
+
+    Parameters
+    ----------
+    dim : int
+        Vector dimension ``D``.
+    metric : {"cosine", "ip", "l2"}
+        Distance convention (see the module docs); cosine normalizes on add and search.
+    bits : {1, 2}
+        2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance.
+    R : int
+        Maximum out-degree (>= 2).
+    L_build : int
+        Beam width of the construction searches (raised to at least ``R``).
+    alpha : float
+        RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
+        pruned by an already kept neighbour ``p*`` when ``alpha * d(p*, p') <= d(p, p')``, so a
+        larger ``alpha`` prunes less and keeps longer edges. The first construction pass uses
+        ``alpha = 1``, the second this value (Vamana's two passes).
+    rotation : {None, "hadamard"}
+        ``"hadamard"``: codes are built from ``H (x - mean)`` with ``mean`` the mean of the first
+        ``add`` (after normalization under cosine), zero-padded to a supported Hadamard size,
+        and ``H`` a randomized Hadamard rotation seeded by ``seed``; both are stored in the file.
+    seed : int
+        Seeds the insertion orders and the rotation. The same data, parameters and seed give
+        the same graph for **any** thread count: insertions run in fixed batches (1, 2, 4, ...
+        up to 2% of the data) whose parallel searches all see the graph as it was before the
+        batch, and whose results are applied in insertion order.
+
+    Notes
+    -----
+    Exact code ties are frequent, so construction breaks ties deterministically: candidates
+    at equal code distance are ordered by a symmetric hash of the node pair, then by id;
+    nodes with exactly the code of the node being pruned ("twins") take at most
+    ``max(2, R // 8)`` edges and never prune others; and a kept neighbour prunes the
+    candidates that share its code. So duplicates cannot close the graph around themselves.
+
+    Thread safety: ``search`` may run from several Python threads at once (the GIL is
+    released); ``add``, ``remove`` and ``compact`` take an exclusive lock, so they are safe
+    concurrently with searches, which wait for them.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        *,
+        metric: Metric = "cosine",
+        bits: int = 2,
+        R: int = 64,
+        L_build: int = 128,
+        alpha: float = 1.2,
+        rotation: Literal["hadamard"] | None = None,
+        seed: int = 0,
+    ) -> None:
+        _check_metric(metric)
+        dim = _positive_int(dim, "dim")
+        if bits not in (1, 2):
+            raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
+        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
+            raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
+        L_build = _positive_int(L_build, "L_build")
+        if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
+            raise InvalidArgumentError(
+                f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
+            )
+        if rotation not in (None, "hadamard"):
+            raise InvalidArgumentError(
+                f"rotation: must be None or 'hadamard', got {rotation!r}"
+            )
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not (
+            0 <= seed < 2**64
+        ):
+            raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+        self._inner = _core.BQGraphIndex(
+            dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed)
+        )
+
+    @classmethod
+    def _wrap(cls, inner: _core.BQGraphIndex) -> BQGraphIndex:
+        obj = cls.__new__(cls)
+        obj._inner = inner
+        return obj
+
+    # -- parameters -----------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._inner.params()[0]
+
+    @property
+    def metric(self) -> str:
+        """``"cosine"``, ``"ip"`` or ``"l2"``."""
+        return self._inner.params()[1]
+
+    @property
+    def bits(self) -> int:
+        """Code planes (1 or 2)."""
+        return self._inner.params()[2]
+
+    @property
+    def R(self) -> int:  # noqa: N802 - the field's name
+        """Maximum out-degree."""
+        return self._inner.params()[3]
+
+    @property
+    def L_build(self) -> int:  # noqa: N802
+        """Construction beam width."""
+        return self._inner.params()[4]
+
+    @property
+    def alpha(self) -> float:
+        """RobustPrune alpha (DiskANN convention)."""
+        return self._inner.params()[5]
+
+    @property
+    def rotation(self) -> str | None:
+        """``"hadamard"`` or ``None``."""
+        return "hadamard" if self._inner.params()[6] else None
+
+    @property
+    def seed(self) -> int:
+        """Construction and rotation seed."""
+        return self._inner.params()[7]
+
+    @property
+    def ids(self) -> npt.NDArray[np.int64]:
+        """The live ids, in insertion order."""
+        return self._inner.ids()
+
+    def __len__(self) -> int:
+        return self._inner.__len__()
+
+    def __contains__(self, id_: object) -> bool:
+        if isinstance(id_, bool) or not isinstance(id_, (int, np.integer)):
+            return False
+        return self._inner.__contains__(int(id_))
+
+    def __repr__(self) -> str:
+        return (
+            f"BQGraphIndex(dim={self.dim}, metric={self.metric!r}, bits={self.bits}, "
+            f"R={self.R}, L_build={self.L_build}, alpha={self.alpha}, "
+            f"rotation={self.rotation!r}, seed={self.seed}, len={len(self)})"
+        )
+
+    # -- building -------------------------------------------------------------------
+    def add(
+        self,
+        X: npt.ArrayLike,
+        ids: npt.ArrayLike | None = None,
+        *,
+        num_threads: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        """Adds the rows of ``X``.
+
+        The first ``add`` builds the graph (two Vamana passes); later ones insert the new
+        rows with the same search-and-prune (one pass at ``alpha``).
+
+        Parameters
+        ----------
+        X : array_like, shape (n, dim)
+        ids : array_like of int64, shape (n,), optional
+            User ids (distinct, not already in the index). Default: consecutive ids after
+            the largest id the index ever held (0, 1, ... for a new index).
+        num_threads : int, optional
+            Threads for the build (default: all cores, or ``RAYON_NUM_THREADS``).
+        progress : bool
+            Show a tqdm progress bar (needs the ``progress`` extra: ``pip install
+            'ordcore[progress]'``).
+
+        Raises
+        ------
+        InvalidArgumentError
+            Dimension mismatch, NaN/inf (naming the row), zero rows under cosine,
+            duplicate ids. The index is unchanged after any error.
+        DTypeError
+            Non-numeric dtypes or integers that float32 cannot hold exactly.
+
+        Warns
+        -----
+        BQFitnessWarning
+            On the first build of at least 1000 rows, when the code-space recall@10 of a
+            sample (see :func:`bq_fitness`) is below :data:`FITNESS_THRESHOLD` for this
+            index's settings; the message says whether ``rotation="hadamard"`` would help.
+        """
+        a = _as_matrix(X, "X", self.dim)
+        id_arr = None if ids is None else _as_ids(ids, a.shape[0])
+        if len(self) == 0 and self._inner.n_nodes() == 0 and a.shape[0] >= _FITNESS_MIN_ROWS:
+            self._check_fitness(a, num_threads)
+        callback: Callable[[int, int], None] | None = None
+        bar: Any = None
+        if progress:
+            try:
+                from tqdm.auto import tqdm  # type: ignore[import-untyped]
+            except ImportError as exc:
+                from ordcore.errors import MissingDependencyError
+
+                raise MissingDependencyError(
+                    "progress=True needs tqdm: pip install 'ordcore[progress]'"
+                ) from exc
+            bar = tqdm(total=0, desc="BQGraphIndex.add", unit="insert")
+
+            def callback(done: int, total: int) -> None:
+                if bar.total != total:
+                    bar.total = total
+                    bar.refresh()
+                bar.update(done - bar.n)
+
+        try:
+            self._inner.add(a, id_arr, num_threads, callback)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _check_fitness(self, a: npt.NDArray[np.float32], num_threads: int | None) -> None:
+        s = _sample_rows(a, _FITNESS_ADD_SAMPLE, self.seed)
+        rotated = self.rotation == "hadamard"
+        try:
+            recall = _core.ann_fitness_recall(
+                s, self.metric, self.bits, 10, self.seed if rotated else None, num_threads
+            )
+        except InvalidArgumentError:
+            return  # the build itself reports bad rows, naming them in the full array
+        if recall >= FITNESS_THRESHOLD:
+            return
+        hint = ""
+        if not rotated:
+            other = _core.ann_fitness_recall(s, self.metric, self.bits, 10, self.seed, num_threads)
+            if other > recall + 0.05:
+                hint = f"; rotation='hadamard' raises it to {other:.2f}"
+        warnings.warn(
+            f"binary codes rank this data poorly: code-space recall@10 {recall:.2f} on a "
+            f"sample of {s.shape[0]} rows (threshold {FITNESS_THRESHOLD}){hint}. Expect low "
+            "recall unless ef_search is large; see ordcore.ann.bq_fitness",
+            BQFitnessWarning,
+            stacklevel=3,
+        )
+
+    def remove(self, ids: npt.ArrayLike) -> None:
+        """Marks ``ids`` as removed; searches never return them afterwards.
+
+        The nodes stay in the graph for navigation until :meth:`compact`. Raises
+        :class:`InvalidArgumentError` (and removes nothing) when an id is unknown or repeated.
+        """
+        self._inner.remove(_as_ids(ids, None))
+
+    def compact(self, *, num_threads: int | None = None) -> None:
+        """Repairs the graph around removed nodes and drops them (FreshDiskANN-style
+        consolidation: each live node that pointed at a removed one is re-pruned over its
+        live neighbours and the removed node's neighbours)."""
+        self._inner.compact(num_threads)
+
+    # -- search ---------------------------------------------------------------------
+    def search(
+        self,
+        Q: npt.ArrayLike,
+        k: int = 10,
+        *,
+        ef_search: int = 64,
+        rerank: bool = True,
+        rerank_k: int | None = None,
+        num_threads: int | None = None,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """k nearest neighbours of each query row.
+
+        Beam search in code space with beam width ``ef_search`` (raised to at least ``k``),
+        then, with ``rerank=True``, the best ``rerank_k`` candidates (default ``ef_search``,
+        clamped to ``[k, ef_search]``) are reranked by exact float32 distance. With
+        ``rerank=False`` the ``k`` best by code distance are returned in code order, with
+        their exact distances.
+
+        Returns
+        -------
+        ids : numpy.ndarray of int64, shape (nq, k)
+        distances : numpy.ndarray of float32, shape (nq, k)
+            In the metric's convention (module docs). When fewer than ``k`` live vectors are
+            found (``k > len(index)``, an empty index), the tail is ``-1`` / ``+inf``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``k < 1``, ``ef_search < 1``, a dimension mismatch (naming both dimensions),
+            NaN/inf or a zero query under cosine (naming the row).
+        """
+        k = _positive_int(k, "k")
+        ef_search = _positive_int(ef_search, "ef_search")
+        if rerank_k is not None:
+            rerank_k = _positive_int(rerank_k, "rerank_k")
+        q = _as_matrix(Q, "Q", self.dim)
+        return self._inner.search(q, k, ef_search, bool(rerank), rerank_k, num_threads)
+
+    # -- introspection and persistence ----------------------------------------------
+    def memory_usage(self) -> MemoryUsage:
+        """Bytes held: ``codes`` and ``graph`` (the search hot path) and ``float_vectors``
+        (touched only to rerank; file-backed when loaded with ``mmap=True``, see
+        ``float_vectors_mapped``)."""
+        codes, graph, floats = self._inner.memory_usage()
+        return MemoryUsage(
+            codes=codes,
+            graph=graph,
+            float_vectors=floats,
+            float_vectors_mapped=self._inner.vectors_mapped(),
+        )
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Writes the index to ``path`` (format documented in ``rust/ordcore-core/src/ann/
+        format.rs``: magic ``ORDCANN\\0``, version, byte-order mark, all parameters, CRC-32 of
+        header and payload). It is written to a temporary file in the same folder and renamed,
+        so ``path`` never holds a half-written index."""
+        self._inner.save(Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BQGraphIndex:
+        """Reads an index saved by :meth:`save`.
+
+        With ``mmap=True`` the float vectors stay memory-mapped from the file (they are only
+        read to rerank), so resident memory is about codes plus graph; the checksum is still
+        verified once. Raises :class:`ordcore.IndexFormatError` naming the reason for a
+        truncated, corrupted, foreign or newer-version file, ``OSError`` if unreadable.
+        """
+        return cls._wrap(_core.BQGraphIndex.load(Path(path), bool(mmap)))

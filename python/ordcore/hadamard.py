@@ -31,6 +31,9 @@ finalizer applied three times, documented in ``rust/ordcore-core/src/rng.rs``), 
 All transforms run in Rust on rows in parallel (rayon) with the GIL released; float32 and
 float64 compute natively, float16 computes in float32 (the scale is applied before the cast
 back). Integer, boolean and complex inputs raise :class:`~ordcore.DTypeError`.
+:func:`fwht`, :func:`ifwht` and :class:`RandomizedHadamard` also take CuPy arrays and CUDA
+torch tensors (float32, float16, bfloat16): they run on the GPU (:mod:`ordcore.gpu.hadamard`,
+bit-identical signs) and return the same kind of array.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from ordcore import _core
+from ordcore import gpu as _gpu
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -238,6 +242,8 @@ def fwht(
     DTypeError
         Integer, boolean, complex or object input, or ``out`` of another dtype.
     """
+    if _gpu.is_device_array(x):
+        return _gpu.hadamard.fwht(x, axis=axis, normalized=normalized, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(x, axis, normalized, False, out, num_threads)
 
 
@@ -256,6 +262,8 @@ def ifwht(
     also the adjoint (backward pass) of the normalized transform. Parameters, returns and
     errors as for :func:`fwht`.
     """
+    if _gpu.is_device_array(y):
+        return _gpu.hadamard.fwht(y, axis=axis, normalized=normalized, inverse=True, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(y, axis, normalized, True, out, num_threads)
 
 
@@ -436,6 +444,8 @@ class RandomizedHadamard:
         num_threads: int | None,
         inverse: bool,
     ) -> NDArray[Any]:
+        if _gpu.is_device_array(x):
+            return self._apply_gpu(x, axis, out, inverse)  # type: ignore[no-any-return]
         arr = _as_input("x", x)
         _compute_dtype("x", arr.dtype)
         ax = _normalize_axis(axis, arr.ndim)
@@ -456,6 +466,15 @@ class RandomizedHadamard:
             dst[...] = fn(src, num_threads)
 
         return _rows_transform(arr, ax, out, self._dtype, kernel, None)
+
+    def _apply_gpu(self, x: Any, axis: int, out: Any, inverse: bool) -> Any:
+        """The GPU path (CuPy array or CUDA tensor in, the same kind out)."""
+        if self._dtype == np.float64:
+            raise DTypeError("dtype: float64 rotations have no GPU path (use float32 or float16)")
+        return _gpu.hadamard.randomized_hadamard(
+            x, seed=self.seed, blocks=self.blocks, group_size=self.group_size, inverse=inverse,
+            axis=axis, out=out, out_dtype=self._dtype.name,
+        )
 
     def forward(
         self,

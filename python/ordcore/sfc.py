@@ -12,6 +12,8 @@ Conventions
   pymorton) or ``b * D + (D - 1 - i)`` (``axis0="msb"``: coordinate 0 most significant,
   as Point Transformer V3 / O-CNN ``xyz2key``).
 * Indices and codes are ``uint64`` end to end; no narrower type is ever produced.
+* The four encode/decode functions also take CuPy arrays and CUDA torch tensors: they then
+  run on the GPU (:mod:`ordcore.gpu.sfc`, bit-identical) and return the same kind of array.
 
 Every batch function validates in the same pass that computes (an OR-reduction per chunk),
 releases the GIL, and runs on a rayon pool for large inputs (``num_threads=None``: all
@@ -27,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
+from ordcore import gpu as _gpu
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -139,6 +142,8 @@ def hilbert_encode(
         ``coords`` is not 2-D, ``D < 1``, ``nbits < 1``, ``D * nbits > 64``, or a value is
         negative or ``>= 2**nbits`` (the message names the first offending row).
     """
+    if _gpu.is_device_array(coords):
+        return _gpu.sfc.hilbert_encode(coords, nbits)  # type: ignore[no-any-return]
     arr = _int_array("coords", coords, 2)
     return _core.sfc_hilbert_encode(arr, _int_arg("nbits", nbits), _threads(num_threads))
 
@@ -165,6 +170,8 @@ def hilbert_decode(
     DTypeError, InvalidArgumentError
         As :func:`hilbert_encode`; an index out of range names its row.
     """
+    if _gpu.is_device_array(index):
+        return _gpu.sfc.hilbert_decode(index, nbits, ndim)  # type: ignore[no-any-return]
     arr = _int_array("index", index, 1)
     nd = _int_arg("ndim", ndim)
     if nd < 1:
@@ -203,6 +210,8 @@ def morton_encode(
     DTypeError, InvalidArgumentError
         As :func:`hilbert_encode`.
     """
+    if _gpu.is_device_array(coords):
+        return _gpu.sfc.morton_encode(coords, nbits, axis0=axis0)  # type: ignore[no-any-return]
     arr = _int_array("coords", coords, 2)
     return _core.sfc_morton_encode(
         arr, _int_arg("nbits", nbits), _axis0(axis0), _threads(num_threads)
@@ -228,6 +237,8 @@ def morton_decode(
     DTypeError, InvalidArgumentError
         Non-integer codes, bad widths, or a code ``>= 2**(ndim * nbits)`` (row named).
     """
+    if _gpu.is_device_array(code):
+        return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)  # type: ignore[no-any-return]
     arr = _int_array("code", code, 1)
     nd = _int_arg("ndim", ndim)
     if nd < 1:

@@ -1,7 +1,362 @@
-//! Bindings for ordcore_core::ann.
+//! Bindings for ordcore_core::ann: the `BQGraphIndex` class and the `ann_*` functions.
+//!
+//! The index sits behind an `RwLock`: `search` and the read-only accessors take the read lock,
+//! `add` / `remove` / `compact` the write lock, always with the GIL released (so a progress
+//! callback that re-acquires the GIL inside `add` cannot deadlock against a reader).
 
+use std::path::PathBuf;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
+};
+use ordcore_core::ann::{self, Metric, Params};
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use crate::errors::invalid;
+use crate::runtime::run;
+
+fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, arg: &str) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| invalid(arg, "must be a C-contiguous array"))
+}
+
+fn metric(s: &str) -> PyResult<Metric> {
+    Metric::parse(s).map_err(crate::errors::to_pyerr)
+}
+
+/// Binary-quantized Vamana graph index (see `ordcore.ann.BQGraphIndex`).
+#[pyclass(module = "ordcore._core", frozen, name = "BQGraphIndex")]
+pub struct PyBQGraphIndex {
+    inner: RwLock<ann::BQGraphIndex>,
+}
+
+fn rd(l: &RwLock<ann::BQGraphIndex>) -> RwLockReadGuard<'_, ann::BQGraphIndex> {
+    l.read()
+        .expect("index lock poisoned by an earlier internal error")
+}
+fn wr(l: &RwLock<ann::BQGraphIndex>) -> RwLockWriteGuard<'_, ann::BQGraphIndex> {
+    l.write()
+        .expect("index lock poisoned by an earlier internal error")
+}
+
+impl PyBQGraphIndex {
+    fn read<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&ann::BQGraphIndex) -> T + Send,
+    ) -> PyResult<T> {
+        run(py, Some(1), || Ok(f(&rd(&self.inner))))
+    }
+}
+
+#[pymethods]
+impl PyBQGraphIndex {
+    #[new]
+    #[pyo3(signature = (dim, metric, bits, r, l_build, alpha, rotation, seed))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        dim: usize,
+        metric: &str,
+        bits: usize,
+        r: usize,
+        l_build: usize,
+        alpha: f64,
+        rotation: bool,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let params = Params {
+            dim,
+            metric: self::metric(metric)?,
+            bits,
+            r,
+            l_build,
+            alpha,
+            rotation,
+            seed,
+        };
+        let idx = ann::BQGraphIndex::new(params).map_err(crate::errors::to_pyerr)?;
+        Ok(PyBQGraphIndex {
+            inner: RwLock::new(idx),
+        })
+    }
+
+    #[pyo3(signature = (x, ids, num_threads, progress))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f32>,
+        ids: Option<PyReadonlyArray1<'_, i64>>,
+        num_threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let xs = slice2(&x, "X")?;
+        let ids_s = match &ids {
+            Some(a) => Some(
+                a.as_slice()
+                    .map_err(|_| invalid("ids", "must be contiguous"))?,
+            ),
+            None => None,
+        };
+        let cb = progress.map(|p| {
+            move |done: usize, total: usize| {
+                Python::attach(|py| {
+                    if let Err(e) = p.call1(py, (done, total)) {
+                        e.write_unraisable(py, None);
+                    }
+                });
+            }
+        });
+        let inner = &self.inner;
+        run(py, num_threads, move || {
+            let cbr: Option<&(dyn Fn(usize, usize) + Sync)> =
+                cb.as_ref().map(|c| c as &(dyn Fn(usize, usize) + Sync));
+            wr(inner).add(xs, ids_s, cbr)
+        })
+    }
+
+    #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        q: PyReadonlyArray2<'_, f32>,
+        k: usize,
+        ef_search: usize,
+        rerank: bool,
+        rerank_k: Option<usize>,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>)> {
+        let qs = slice2(&q, "Q")?;
+        let nq = q.shape()[0];
+        let inner = &self.inner;
+        let (ids, ds) = run(py, num_threads, move || {
+            rd(inner).search(qs, k, ef_search, rerank, rerank_k)
+        })?;
+        let ids = ids.into_pyarray(py).reshape([nq, k])?;
+        let ds = ds.into_pyarray(py).reshape([nq, k])?;
+        Ok((ids, ds))
+    }
+
+    fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<()> {
+        let s = ids
+            .as_slice()
+            .map_err(|_| invalid("ids", "must be contiguous"))?;
+        let inner = &self.inner;
+        run(py, Some(1), move || wr(inner).remove(s))
+    }
+
+    #[pyo3(signature = (num_threads=None))]
+    fn compact(&self, py: Python<'_>, num_threads: Option<usize>) -> PyResult<()> {
+        let inner = &self.inner;
+        run(py, num_threads, move || {
+            wr(inner).compact();
+            Ok(())
+        })
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.read(py, |i| i.len())
+    }
+
+    /// `(codes, graph, float_vectors)` in bytes.
+    fn memory_usage(&self, py: Python<'_>) -> PyResult<(usize, usize, usize)> {
+        self.read(py, |i| i.memory_usage())
+    }
+
+    fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let inner = &self.inner;
+        run(py, Some(1), move || ann::format::save(&rd(inner), &path))
+    }
+
+    #[staticmethod]
+    fn load(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
+        let idx = run(py, Some(1), move || ann::format::load(&path, mmap))?;
+        Ok(PyBQGraphIndex {
+            inner: RwLock::new(idx),
+        })
+    }
+
+    /// `(dim, metric, bits, R, L_build, alpha, rotation, seed)`.
+    #[allow(clippy::type_complexity)]
+    fn params(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(usize, String, usize, usize, usize, f64, bool, u64)> {
+        self.read(py, |i| {
+            let p = i.params();
+            (
+                p.dim,
+                p.metric.name().to_string(),
+                p.bits,
+                p.r,
+                p.l_build,
+                p.alpha,
+                p.rotation,
+                p.seed,
+            )
+        })
+    }
+
+    fn code_dim(&self, py: Python<'_>) -> PyResult<usize> {
+        self.read(py, |i| i.code_dim())
+    }
+
+    fn n_nodes(&self, py: Python<'_>) -> PyResult<usize> {
+        self.read(py, |i| i.n_nodes())
+    }
+
+    fn vectors_mapped(&self, py: Python<'_>) -> PyResult<bool> {
+        self.read(py, |i| i.vectors_mapped())
+    }
+
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
+        Ok(self.read(py, |i| i.live_ids())?.into_pyarray(py))
+    }
+
+    fn __contains__(&self, py: Python<'_>, id: i64) -> PyResult<bool> {
+        self.read(py, |i| i.contains(id))
+    }
+
+    /// Flat adjacency `(N * R,)` padded with `-1` and degrees, for tests and inspection.
+    #[allow(clippy::type_complexity)]
+    fn graph<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray1<u32>>)> {
+        let (flat, deg, n, r) = self.read(py, |i| {
+            let n = i.n_nodes();
+            let r = i.params().r;
+            let mut flat = vec![-1i64; n * r];
+            let mut deg = vec![0u32; n];
+            for v in 0..n {
+                let nb = i.neighbors(v);
+                deg[v] = nb.len() as u32;
+                for (j, &x) in nb.iter().enumerate() {
+                    flat[v * r + j] = x as i64;
+                }
+            }
+            (flat, deg, n, r)
+        })?;
+        Ok((flat.into_pyarray(py).reshape([n, r])?, deg.into_pyarray(py)))
+    }
+}
+
+#[pyfunction]
+fn ann_encode<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'_, f32>,
+    bits: usize,
+    metric: &str,
+) -> PyResult<Bound<'py, PyArray2<u64>>> {
+    let m = self::metric(metric)?;
+    let (n, dim) = (x.shape()[0], x.shape()[1]);
+    let xs = slice2(&x, "X")?;
+    let codes = run(py, None, move || ann::encode(xs, dim, bits, m))?;
+    let cw = bits * ann::codes::words_for(dim);
+    codes.into_pyarray(py).reshape([n, cw])
+}
+
+#[pyfunction]
+fn ann_code_distance<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'_, u64>,
+    b: PyReadonlyArray2<'_, u64>,
+    dim: usize,
+    bits: usize,
+) -> PyResult<Bound<'py, PyArray1<u32>>> {
+    if bits != 1 && bits != 2 {
+        return Err(invalid("bits", format!("must be 1 or 2, got {bits}")));
+    }
+    if dim < 1 {
+        return Err(invalid("dim", "must be at least 1"));
+    }
+    let cw = bits * ann::codes::words_for(dim);
+    if a.shape() != b.shape() {
+        return Err(invalid(
+            "codes_b",
+            format!("shape {:?} differs from codes_a {:?}", b.shape(), a.shape()),
+        ));
+    }
+    if a.shape()[1] != cw {
+        return Err(invalid(
+            "codes_a",
+            format!(
+                "has {} words per code, dim={dim} bits={bits} needs {cw}",
+                a.shape()[1]
+            ),
+        ));
+    }
+    let (sa, sb) = (slice2(&a, "codes_a")?, slice2(&b, "codes_b")?);
+    let out: Vec<u32> = sa
+        .chunks_exact(cw.max(1))
+        .zip(sb.chunks_exact(cw.max(1)))
+        .map(|(x, y)| ann::codes::code_distance(x, y, dim, bits))
+        .collect();
+    Ok(out.into_pyarray(py))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, q, k, metric, num_threads))]
+#[allow(clippy::type_complexity)]
+fn ann_exact_search<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray2<'_, f32>,
+    q: PyReadonlyArray2<'_, f32>,
+    k: usize,
+    metric: &str,
+    num_threads: Option<usize>,
+) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>)> {
+    let m = self::metric(metric)?;
+    let dim = x.shape()[1];
+    if q.shape()[1] != dim {
+        return Err(invalid(
+            "Q",
+            format!("has dimension {}, X has dimension {dim}", q.shape()[1]),
+        ));
+    }
+    let nq = q.shape()[0];
+    let (xs, qs) = (slice2(&x, "X")?, slice2(&q, "Q")?);
+    let (ids, ds) = run(py, num_threads, move || {
+        ann::exact_search(xs, qs, dim, k, m)
+    })?;
+    Ok((
+        ids.into_pyarray(py).reshape([nq, k])?,
+        ds.into_pyarray(py).reshape([nq, k])?,
+    ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, metric, bits, k, rotation_seed, num_threads))]
+fn ann_fitness_recall(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f32>,
+    metric: &str,
+    bits: usize,
+    k: usize,
+    rotation_seed: Option<u64>,
+    num_threads: Option<usize>,
+) -> PyResult<f64> {
+    let m = self::metric(metric)?;
+    let dim = x.shape()[1];
+    let xs = slice2(&x, "X")?;
+    run(py, num_threads, move || {
+        ann::fitness_recall(xs, dim, m, bits, k, rotation_seed)
+    })
+}
+
+#[pyfunction]
+fn ann_has_popcnt() -> bool {
+    ann::graph::has_popcnt()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyBQGraphIndex>()?;
+    m.add_function(wrap_pyfunction!(ann_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_code_distance, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_exact_search, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_fitness_recall, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_has_popcnt, m)?)?;
     Ok(())
 }

@@ -1,0 +1,228 @@
+//! Sign-magnitude binary codes (QuIVer, arXiv 2605.02171) and their popcount distance.
+//!
+//! # Layout (bit exact; the GPU path reproduces it)
+//! A vector of dimension `D` packs into `words = ceil(D / 64)` `u64` words per plane. Per
+//! vector, first the sign plane, then (for `bits = 2`) the magnitude plane:
+//!
+//! * sign plane: bit `i % 64` of word `i / 64` is 1 iff `x_i > 0` (so `0.0` and `-0.0` are 0);
+//! * magnitude plane: bit `i % 64` of word `i / 64` is 1 iff `|x_i| > tau`, with
+//!   `tau = (sum_i |x_i|) / D`, the sum accumulated in `f64` in index order over the `f32`
+//!   values widened to `f64`, divided by `D` in `f64`, and the comparison made in `f64`
+//!   (`(|x_i| as f64) > tau`).
+//!
+//! Bits past `D` are 0 in both planes. Under cosine the vector is L2-normalized first (see
+//! [`normalize_into`]); under a rotation the rotated vector is coded.
+//!
+//! # Distance
+//! With `s_i = +-1` the sign and `m_i = 1 + strong_i` the magnitude,
+//! `d(a, b) = 4D - sum_i s_a,i s_b,i m_a,i m_b,i`, an integer in `[0, 8D]`; `bits = 1` is the
+//! Hamming distance of the sign planes. It is **not a metric**: `d(a, a) = 3D - 3 |strong_a|`
+//! is positive unless every coordinate is strong, and can exceed `d(a, b)`.
+
+/// Number of 64-bit words per plane for dimension `dim`.
+#[inline]
+pub fn words_for(dim: usize) -> usize {
+    dim.div_ceil(64)
+}
+
+/// L2-normalizes `x` into `out`: `norm = sqrt(sum (x_i as f64)^2)`, `out_i = (x_i as f64 /
+/// norm) as f32`. Returns `false` (and leaves `out` unspecified) when the norm is 0.
+pub fn normalize_into(x: &[f32], out: &mut [f32]) -> bool {
+    let ss: f64 = x.iter().map(|&v| (v as f64) * (v as f64)).sum();
+    let norm = ss.sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return false;
+    }
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = (v as f64 / norm) as f32;
+    }
+    true
+}
+
+/// Encodes one (already normalized / rotated) vector `x` into `out` (`bits * words_for(x.len())`
+/// words), following the module-level layout.
+pub fn encode_one(x: &[f32], bits: usize, out: &mut [u64]) {
+    let dim = x.len();
+    let w = words_for(dim);
+    debug_assert_eq!(out.len(), bits * w);
+    out.iter_mut().for_each(|o| *o = 0);
+    let (sign, mag) = out.split_at_mut(w);
+    for (i, &v) in x.iter().enumerate() {
+        if v > 0.0 {
+            sign[i / 64] |= 1u64 << (i % 64);
+        }
+    }
+    if bits == 2 {
+        let tau = x.iter().map(|&v| (v.abs()) as f64).sum::<f64>() / dim as f64;
+        for (i, &v) in x.iter().enumerate() {
+            if (v.abs() as f64) > tau {
+                mag[i / 64] |= 1u64 << (i % 64);
+            }
+        }
+    }
+}
+
+/// The code distance of two codes of `words` words per plane. See the module docs.
+pub trait CodeDist: Copy + Send + Sync {
+    /// Distance between codes `a` and `b`.
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32;
+    /// Words per code (all planes).
+    fn code_words(&self) -> usize;
+}
+
+/// `bits = 1`: Hamming distance of the sign planes.
+#[derive(Clone, Copy, Debug)]
+pub struct Hamming {
+    pub words: usize,
+}
+
+impl CodeDist for Hamming {
+    #[inline(always)]
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
+        let mut acc = 0u32;
+        for i in 0..self.words {
+            acc += (a[i] ^ b[i]).count_ones();
+        }
+        acc
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        self.words
+    }
+}
+
+/// `bits = 2`: `4D - sum s_a s_b m_a m_b`. With `x` the sign disagreement, `p`, `q` the
+/// magnitude planes and `|.|` popcounts, `sum m_a m_b = D + |p^q| + 3|p&q|` and
+/// `sum x m_a m_b = |x| + |x&(p^q)| + 3|x&p&q|`, so
+/// `d = 3D - |p^q| - 3|p&q| + 2(|x| + |x&(p^q)| + 3|x&p&q|)`: five popcounts per word.
+#[derive(Clone, Copy, Debug)]
+pub struct SignMag {
+    pub words: usize,
+    pub dim: u32,
+}
+
+impl CodeDist for SignMag {
+    #[inline(always)]
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
+        let w = self.words;
+        let (sa, ma) = (&a[..w], &a[w..2 * w]);
+        let (sb, mb) = (&b[..w], &b[w..2 * w]);
+        let mut neg = 0u32;
+        let mut pos = 0u32;
+        for i in 0..w {
+            let x = sa[i] ^ sb[i];
+            let (p, q) = (ma[i], mb[i]);
+            let e = p ^ q;
+            let both = p & q;
+            neg += e.count_ones() + 3 * both.count_ones();
+            pos += x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones();
+        }
+        3 * self.dim - neg + 2 * pos
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        2 * self.words
+    }
+}
+
+/// [`SignMag`] with the word count fixed at compile time (fully unrolled, no bounds checks);
+/// the index uses it for the common dimensions (`W` in 2, 4, 6, 8, 12, 16 words).
+#[derive(Clone, Copy, Debug)]
+pub struct SignMagN<const W: usize> {
+    pub dim: u32,
+}
+
+impl<const W: usize> CodeDist for SignMagN<W> {
+    #[inline(always)]
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
+        let (a, b) = (&a[..2 * W], &b[..2 * W]);
+        let mut neg = 0u32;
+        let mut pos = 0u32;
+        for i in 0..W {
+            let x = a[i] ^ b[i];
+            let (p, q) = (a[W + i], b[W + i]);
+            let e = p ^ q;
+            let both = p & q;
+            neg += e.count_ones() + 3 * both.count_ones();
+            pos += x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones();
+        }
+        3 * self.dim - neg + 2 * pos
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        2 * W
+    }
+}
+
+/// Distance between two codes with runtime `bits` (reference path used by tests and the
+/// Python `code_distance`; the index uses the monomorphized kernels).
+pub fn code_distance(a: &[u64], b: &[u64], dim: usize, bits: usize) -> u32 {
+    let words = words_for(dim);
+    if bits == 1 {
+        Hamming { words }.dist(a, b)
+    } else {
+        SignMag {
+            words,
+            dim: dim as u32,
+        }
+        .dist(a, b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn naive(a: &[f32], b: &[f32]) -> i64 {
+        let tau = |x: &[f32]| x.iter().map(|v| v.abs() as f64).sum::<f64>() / x.len() as f64;
+        let (ta, tb) = (tau(a), tau(b));
+        let d = a.len() as i64;
+        let s: i64 = a
+            .iter()
+            .zip(b)
+            .map(|(&x, &y)| {
+                let sx = if x > 0.0 { 1 } else { -1 };
+                let sy = if y > 0.0 { 1 } else { -1 };
+                let mx = 1 + ((x.abs() as f64) > ta) as i64;
+                let my = 1 + ((y.abs() as f64) > tb) as i64;
+                sx * sy * mx * my
+            })
+            .sum();
+        4 * d - s
+    }
+
+    proptest! {
+        #[test]
+        fn signmag_matches_definition(
+            (a, b) in (1usize..200).prop_flat_map(|d| (
+                proptest::collection::vec(-10.0f32..10.0, d),
+                proptest::collection::vec(-10.0f32..10.0, d)))
+        ) {
+            let w = words_for(a.len());
+            let (mut ca, mut cb) = (vec![0u64; 2 * w], vec![0u64; 2 * w]);
+            encode_one(&a, 2, &mut ca);
+            encode_one(&b, 2, &mut cb);
+            prop_assert_eq!(code_distance(&ca, &cb, a.len(), 2) as i64, naive(&a, &b));
+            if w == 2 {
+                let fixed = SignMagN::<2> { dim: a.len() as u32 }.dist(&ca, &cb);
+                prop_assert_eq!(fixed as i64, naive(&a, &b));
+            }
+            let (mut ha, mut hb) = (vec![0u64; w], vec![0u64; w]);
+            encode_one(&a, 1, &mut ha);
+            encode_one(&b, 1, &mut hb);
+            let ham = a.iter().zip(&b).filter(|(x, y)| (**x > 0.0) != (**y > 0.0)).count();
+            prop_assert_eq!(code_distance(&ha, &hb, a.len(), 1) as usize, ham);
+        }
+    }
+
+    #[test]
+    fn bits_past_dim_are_zero_and_self_distance_positive() {
+        let x: Vec<f32> = (0..70).map(|i| i as f32 - 30.0).collect();
+        let mut c = vec![0u64; 4];
+        encode_one(&x, 2, &mut c);
+        assert_eq!(c[1] >> 6, 0);
+        assert_eq!(c[3] >> 6, 0);
+        assert!(code_distance(&c, &c, 70, 2) > 0);
+    }
+}

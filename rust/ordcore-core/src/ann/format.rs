@@ -1,0 +1,370 @@
+//! The `.ordann` file format (version 1). All integers and floats are little-endian.
+//!
+//! ```text
+//! offset  size  field
+//! 0       8     magic b"ORDCANN\0"
+//! 8       4     u32 format version (1)
+//! 12      4     u32 byte-order mark 0x01020304 (reads 0x04030201 on a byte-swapped file)
+//! 16      8     u64 dim
+//! 24      1     u8 metric (0 cosine, 1 ip, 2 l2)
+//! 25      1     u8 bits (1 or 2)
+//! 26      1     u8 rotation (0 none, 1 hadamard)
+//! 27      1     reserved (0)
+//! 28      4     u32 R
+//! 32      4     u32 L_build
+//! 36      4     u32 entry node
+//! 40      8     f64 alpha
+//! 48      8     u64 seed
+//! 56      8     u64 n (nodes, removed ones included)
+//! 64      8     u64 code_dim (dim, or the padded dimension under rotation)
+//! 72      8     u64 payload length in bytes
+//! 80      4     u32 CRC-32 (IEEE) of the payload
+//! 84      4     u32 CRC-32 of bytes 0..84
+//! 88      40    reserved (0)
+//! 128           payload: each section starts at a multiple of 64 bytes (zero padding)
+//!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
+//!               codes u64[n*bits*ceil(code_dim/64)] | mean f32[dim] (rotation only) |
+//!               vectors f32[n*dim] (normalized under cosine)
+//! ```
+//! `save` writes `<path>.tmp-<pid>`, flushes it to disk and renames it over `path`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use super::codes::words_for;
+use super::rotation::Rotation;
+use super::{BQGraphIndex, Metric, Params, Vectors};
+use crate::{Error, Result};
+
+pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
+pub const VERSION: u32 = 1;
+const BOM: u32 = 0x0102_0304;
+const HEADER: usize = 128;
+
+fn pad64(x: usize) -> usize {
+    x.div_ceil(64) * 64
+}
+
+struct Layout {
+    ids: usize,
+    removed: usize,
+    deg: usize,
+    adj: usize,
+    codes: usize,
+    mean: usize,
+    vectors: usize,
+    end: usize,
+}
+
+fn layout(n: usize, r: usize, cw: usize, dim: usize, rotation: bool) -> Option<Layout> {
+    let mut off = 0usize;
+    let mut sec = |bytes: usize| -> Option<usize> {
+        let s = off;
+        off = pad64(off.checked_add(bytes)?);
+        Some(s)
+    };
+    let ids = sec(n.checked_mul(8)?)?;
+    let removed = sec(n)?;
+    let deg = sec(n.checked_mul(4)?)?;
+    let adj = sec(n.checked_mul(r)?.checked_mul(4)?)?;
+    let codes = sec(n.checked_mul(cw)?.checked_mul(8)?)?;
+    let mean = sec(if rotation { dim.checked_mul(4)? } else { 0 })?;
+    let vectors = sec(n.checked_mul(dim)?.checked_mul(4)?)?;
+    Some(Layout {
+        ids,
+        removed,
+        deg,
+        adj,
+        codes,
+        mean,
+        vectors,
+        end: off,
+    })
+}
+
+struct HashingWriter<W: Write> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    written: usize,
+}
+
+impl<W: Write> HashingWriter<W> {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.crc.update(bytes);
+        self.written += bytes.len();
+        self.inner.write_all(bytes)
+    }
+    fn pad_to(&mut self, off: usize) -> std::io::Result<()> {
+        let zeros = [0u8; 64];
+        while self.written < off {
+            let k = (off - self.written).min(64);
+            self.put(&zeros[..k])?;
+        }
+        Ok(())
+    }
+}
+
+macro_rules! put_le {
+    ($w:expr, $slice:expr) => {{
+        let mut buf = Vec::with_capacity(1 << 16);
+        for chunk in $slice.chunks(4096) {
+            buf.clear();
+            for v in chunk {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+            $w.put(&buf)?;
+        }
+    }};
+}
+
+/// Writes `index` to `path` atomically (temporary file + rename).
+pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
+    let p = &index.params;
+    let n = index.n_nodes();
+    let lay = layout(n, p.r, index.cw, p.dim, p.rotation)
+        .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
+    let mut tmp_name = path.as_os_str().to_owned();
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp_name);
+    let result = (|| -> Result<()> {
+        let mut file = File::create(&tmp)?;
+        file.write_all(&[0u8; HEADER])?;
+        let mut w = HashingWriter {
+            inner: BufWriter::with_capacity(1 << 20, &mut file),
+            crc: crc32fast::Hasher::new(),
+            written: 0,
+        };
+        put_le!(w, index.ids);
+        w.pad_to(lay.removed)?;
+        let removed: Vec<u8> = index.deleted.iter().map(|&d| d as u8).collect();
+        w.put(&removed)?;
+        w.pad_to(lay.deg)?;
+        put_le!(w, index.deg);
+        w.pad_to(lay.adj)?;
+        put_le!(w, index.adj);
+        w.pad_to(lay.codes)?;
+        put_le!(w, index.codes);
+        w.pad_to(lay.mean)?;
+        if let Some(rot) = &index.rot {
+            put_le!(w, rot.mean());
+        }
+        w.pad_to(lay.vectors)?;
+        put_le!(w, index.vectors.as_slice());
+        w.pad_to(lay.end)?;
+        w.inner.flush()?;
+        let payload_crc = w.crc.clone().finalize();
+        drop(w);
+        let mut h = [0u8; HEADER];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[12..16].copy_from_slice(&BOM.to_le_bytes());
+        h[16..24].copy_from_slice(&(p.dim as u64).to_le_bytes());
+        h[24] = p.metric.code();
+        h[25] = p.bits as u8;
+        h[26] = p.rotation as u8;
+        h[28..32].copy_from_slice(&(p.r as u32).to_le_bytes());
+        h[32..36].copy_from_slice(&(p.l_build as u32).to_le_bytes());
+        h[36..40].copy_from_slice(&index.entry.to_le_bytes());
+        h[40..48].copy_from_slice(&p.alpha.to_le_bytes());
+        h[48..56].copy_from_slice(&p.seed.to_le_bytes());
+        h[56..64].copy_from_slice(&(n as u64).to_le_bytes());
+        h[64..72].copy_from_slice(&(index.code_dim as u64).to_le_bytes());
+        h[72..80].copy_from_slice(&(lay.end as u64).to_le_bytes());
+        h[80..84].copy_from_slice(&payload_crc.to_le_bytes());
+        let hc = crc32fast::hash(&h[..84]);
+        h[84..88].copy_from_slice(&hc.to_le_bytes());
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&h)?;
+        file.sync_all()?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => {
+            std::fs::rename(&tmp, path)?;
+            Ok(())
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn fmt_err(reason: impl Into<String>) -> Error {
+    Error::Format(reason.into())
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]))
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+}
+
+macro_rules! read_le {
+    ($ty:ty, $bytes:expr) => {
+        $bytes
+            .chunks_exact(std::mem::size_of::<$ty>())
+            .map(|c| <$ty>::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect::<Vec<$ty>>()
+    };
+}
+
+/// Reads an index file; with `mmap`, the float vectors stay mapped from the file.
+pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
+    let file = File::open(path)?;
+    // SAFETY: the mapping is read-only; ordcore's own saves never modify a file in place
+    // (they rename a new file over it). A file truncated by another process while mapped
+    // is outside what memory maps can defend against (documented).
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    let b: &[u8] = &map;
+    let name = path.display();
+    if b.len() < 8 || &b[0..8] != MAGIC {
+        return Err(fmt_err(format!(
+            "{name}: not an ordcore ANN index (bad magic bytes)"
+        )));
+    }
+    if b.len() < HEADER {
+        return Err(fmt_err(format!(
+            "{name}: truncated header ({} of {HEADER} bytes)",
+            b.len()
+        )));
+    }
+    let bom = u32_at(b, 12);
+    if bom != BOM {
+        return Err(fmt_err(format!(
+            "{name}: byte-order mark {bom:#010x} (expected {BOM:#010x}): wrong endianness or corrupted header"
+        )));
+    }
+    let version = u32_at(b, 8);
+    if crc32fast::hash(&b[..84]) != u32_at(b, 84) {
+        return Err(fmt_err(format!(
+            "{name}: header checksum mismatch (corrupted header)"
+        )));
+    }
+    if version > VERSION {
+        return Err(fmt_err(format!(
+            "{name}: format version {version} is newer than this ordcore reads ({VERSION}); upgrade ordcore"
+        )));
+    }
+    if version == 0 {
+        return Err(fmt_err(format!("{name}: invalid format version 0")));
+    }
+    let dim = u64_at(b, 16) as usize;
+    let metric = Metric::from_code(b[24])
+        .ok_or_else(|| fmt_err(format!("{name}: unknown metric code {}", b[24])))?;
+    let bits = b[25] as usize;
+    let rotation = match b[26] {
+        0 => false,
+        1 => true,
+        x => return Err(fmt_err(format!("{name}: unknown rotation code {x}"))),
+    };
+    let r = u32_at(b, 28) as usize;
+    let l_build = u32_at(b, 32) as usize;
+    let entry = u32_at(b, 36);
+    let alpha = f64::from_le_bytes(b[40..48].try_into().unwrap_or([0; 8]));
+    let seed = u64_at(b, 48);
+    let n = u64_at(b, 56) as usize;
+    let code_dim = u64_at(b, 64) as usize;
+    let payload_len = u64_at(b, 72) as usize;
+    let params = Params {
+        dim,
+        metric,
+        bits,
+        r,
+        l_build,
+        alpha,
+        rotation,
+        seed,
+    };
+    let mut index = BQGraphIndex::new(params)
+        .map_err(|e| fmt_err(format!("{name}: invalid parameters in header: {e}")))?;
+    if index.code_dim != code_dim {
+        return Err(fmt_err(format!(
+            "{name}: code dimension {code_dim} does not match dim {dim}"
+        )));
+    }
+    let lay = layout(n, r, index.cw, dim, rotation)
+        .ok_or_else(|| fmt_err(format!("{name}: sizes in header overflow")))?;
+    if lay.end != payload_len {
+        return Err(fmt_err(format!(
+            "{name}: payload length {payload_len} does not match the header's sizes ({})",
+            lay.end
+        )));
+    }
+    let expected = HEADER + payload_len;
+    if b.len() != expected {
+        return Err(fmt_err(format!(
+            "{name}: truncated or extended file: {} bytes, expected {expected}",
+            b.len()
+        )));
+    }
+    let payload = &b[HEADER..];
+    if crc32fast::hash(payload) != u32_at(b, 80) {
+        return Err(fmt_err(format!(
+            "{name}: payload checksum mismatch (corrupted data)"
+        )));
+    }
+    let ids = read_le!(i64, &payload[lay.ids..lay.ids + 8 * n]);
+    let removed = &payload[lay.removed..lay.removed + n];
+    let deg = read_le!(u32, &payload[lay.deg..lay.deg + 4 * n]);
+    let adj = read_le!(u32, &payload[lay.adj..lay.adj + 4 * n * r]);
+    let codes = read_le!(u64, &payload[lay.codes..lay.codes + 8 * n * index.cw]);
+    // Structural checks, so a file with a valid checksum but bad contents cannot crash us.
+    if removed.iter().any(|&x| x > 1) {
+        return Err(fmt_err(format!("{name}: invalid removed flag")));
+    }
+    for (i, &d) in deg.iter().enumerate() {
+        if d as usize > r {
+            return Err(fmt_err(format!(
+                "{name}: node {i} has degree {d} > R = {r}"
+            )));
+        }
+        if adj[i * r..i * r + d as usize]
+            .iter()
+            .any(|&j| j as usize >= n)
+        {
+            return Err(fmt_err(format!(
+                "{name}: node {i} has an edge out of range"
+            )));
+        }
+    }
+    if n > 0 && entry as usize >= n {
+        return Err(fmt_err(format!("{name}: entry node {entry} out of range")));
+    }
+    let deleted: Vec<bool> = removed.iter().map(|&x| x == 1).collect();
+    let mut id_map = HashMap::with_capacity(n);
+    for (i, &id) in ids.iter().enumerate() {
+        if !deleted[i] && id_map.insert(id, i as u32).is_some() {
+            return Err(fmt_err(format!("{name}: id {id} appears twice")));
+        }
+    }
+    if rotation && n > 0 {
+        let mean = read_le!(f32, &payload[lay.mean..lay.mean + 4 * dim]);
+        index.rot = Some(Rotation::new(dim, seed, mean)?);
+    }
+    let vec_off = HEADER + lay.vectors;
+    let vec_len = n * dim;
+    let vectors = if mmap && cfg!(target_endian = "little") && vec_off % 4 == 0 {
+        Vectors::Mapped {
+            map,
+            offset: vec_off,
+            len: vec_len,
+        }
+    } else {
+        Vectors::Owned(read_le!(f32, &b[vec_off..vec_off + 4 * vec_len]))
+    };
+    index.n_deleted = deleted.iter().filter(|&&d| d).count();
+    index.codes = codes;
+    index.adj = adj;
+    index.deg = deg;
+    index.ids = ids;
+    index.deleted = deleted;
+    index.id_map = id_map;
+    index.entry = entry;
+    index.vectors = vectors;
+    debug_assert_eq!(index.cw, index.params.bits * words_for(index.code_dim));
+    Ok(index)
+}

@@ -1,0 +1,356 @@
+//! Vamana graph construction (DiskANN, Subramanya et al. 2019) and beam search, all in code
+//! space.
+//!
+//! * Edges are stored as a flat `N x R` `u32` array plus a degree per node.
+//! * Beam search keeps the best `L` candidates as a sorted vector of `(distance, id)`, so
+//!   ties are broken by the smaller id, and a generation-stamped visited array per thread.
+//! * RobustPrune follows the DiskANN convention: walking candidates by increasing distance
+//!   to `p`, each kept `p*` removes every later candidate `p'` with
+//!   `alpha * d(p*, p') <= d(p, p')`; `alpha >= 1`, and a larger `alpha` prunes less, so it
+//!   keeps longer edges. Code ties are frequent, so two rules stop them from closing the
+//!   graph around duplicates: (1) candidates whose code equals `p`'s own ("twins") never
+//!   prune and take at most `twin_cap(R)` slots; (2) a kept `p*` prunes the candidates whose
+//!   code equals its own. Candidates at equal distance are ordered by a symmetric hash of the
+//!   pair `(p, p')` and then by id, so duplicate groups wire up as random regular graphs
+//!   instead of all pointing at their lowest id.
+
+use std::cell::RefCell;
+
+use super::codes::CodeDist;
+
+/// At most this many edges of a node go to nodes with exactly its code.
+pub fn twin_cap(r: usize) -> usize {
+    (r / 8).max(2)
+}
+
+/// Generation-stamped visited set.
+pub struct Visited {
+    stamps: Vec<u32>,
+    gen: u32,
+}
+
+impl Visited {
+    fn new() -> Self {
+        Visited {
+            stamps: Vec::new(),
+            gen: 0,
+        }
+    }
+    fn reset(&mut self, n: usize) {
+        if self.stamps.len() < n {
+            self.stamps.resize(n, 0);
+        }
+        self.gen = self.gen.wrapping_add(1);
+        if self.gen == 0 {
+            self.stamps.iter_mut().for_each(|s| *s = 0);
+            self.gen = 1;
+        }
+    }
+    /// Marks `i`; returns `true` if it was not visited yet.
+    #[inline(always)]
+    fn insert(&mut self, i: u32) -> bool {
+        let s = &mut self.stamps[i as usize];
+        if *s == self.gen {
+            false
+        } else {
+            *s = self.gen;
+            true
+        }
+    }
+}
+
+thread_local! {
+    static VISITED: RefCell<Visited> = RefCell::new(Visited::new());
+}
+
+/// Read-only view of the graph and codes.
+#[derive(Clone, Copy)]
+pub struct GraphRef<'a, D: CodeDist> {
+    pub dist: D,
+    pub codes: &'a [u64],
+    pub adj: &'a [u32],
+    pub deg: &'a [u32],
+    pub r: usize,
+}
+
+impl<'a, D: CodeDist> GraphRef<'a, D> {
+    #[inline(always)]
+    pub fn code(&self, i: u32) -> &'a [u64] {
+        let w = self.dist.code_words();
+        &self.codes[i as usize * w..(i as usize + 1) * w]
+    }
+    #[inline(always)]
+    pub fn neighbors(&self, i: u32) -> &'a [u32] {
+        let s = i as usize * self.r;
+        &self.adj[s..s + self.deg[i as usize] as usize]
+    }
+    #[inline(always)]
+    pub fn d(&self, a: &[u64], i: u32) -> u32 {
+        self.dist.dist(a, self.code(i))
+    }
+    /// Hints the CPU to load the code of node `i`.
+    #[inline(always)]
+    pub fn prefetch(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let w = self.dist.code_words();
+            let ptr = self.codes.as_ptr().wrapping_add(i as usize * w) as *const i8;
+            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0);
+                std::arch::x86_64::_mm_prefetch(
+                    ptr.wrapping_add(64),
+                    std::arch::x86_64::_MM_HINT_T0,
+                );
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+    pub fn n(&self) -> usize {
+        self.deg.len()
+    }
+}
+
+#[inline(always)]
+fn key(d: u32, id: u32) -> u64 {
+    ((d as u64) << 32) | id as u64
+}
+
+/// How many beam entries around `pos` have the distance of `k` and exactly the code of node
+/// `k as u32` (equal-distance entries are contiguous in the sorted beam).
+#[inline(always)]
+fn same_code_count<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    pool: &[(u64, bool)],
+    pos: usize,
+    k: u64,
+) -> usize {
+    let d = k >> 32;
+    let code = g.code(k as u32);
+    let mut count = 0;
+    let mut j = pos;
+    while j > 0 && pool[j - 1].0 >> 32 == d {
+        j -= 1;
+        count += (g.code(pool[j].0 as u32) == code) as usize;
+    }
+    let mut j = pos;
+    while j < pool.len() && pool[j].0 >> 32 == d {
+        count += (g.code(pool[j].0 as u32) == code) as usize;
+        j += 1;
+    }
+    count
+}
+
+/// The most beam entries that may share one code: `max(2, l / 8)`. Without the cap a group of
+/// exact duplicates fills the whole beam and hides every other candidate from the rerank.
+pub fn dup_cap(l: usize) -> usize {
+    (l / 8).max(2)
+}
+
+/// Beam search from `entry` with beam width `l`. Returns the beam as `(distance, id)` sorted
+/// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it. At
+/// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
+/// to `k` for searches).
+#[inline(always)]
+fn beam_search_impl<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    mut expanded: Option<&mut Vec<(u32, u32)>>,
+    vis: &mut Visited,
+) -> Vec<(u32, u32)> {
+    let l = l.max(1);
+    vis.reset(g.n());
+    // (key, expanded?) sorted by key.
+    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l + 1);
+    vis.insert(entry);
+    pool.push((key(g.d(q, entry), entry), false));
+    let mut cur = 0usize;
+    while cur < pool.len() {
+        pool[cur].1 = true;
+        let node = pool[cur].0 as u32;
+        if let Some(e) = expanded.as_deref_mut() {
+            e.push(((pool[cur].0 >> 32) as u32, node));
+        }
+        let mut next = cur + 1;
+        let nbs = g.neighbors(node);
+        for &nb in nbs.iter().take(4) {
+            g.prefetch(nb);
+        }
+        for (t, &nb) in nbs.iter().enumerate() {
+            if let Some(&ahead) = nbs.get(t + 4) {
+                g.prefetch(ahead);
+            }
+            if !vis.insert(nb) {
+                continue;
+            }
+            let k = key(g.d(q, nb), nb);
+            if pool.len() >= l && k >= pool[pool.len() - 1].0 {
+                continue;
+            }
+            let pos = pool.partition_point(|e| e.0 < k);
+            if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
+                continue;
+            }
+            pool.insert(pos, (k, false));
+            if pool.len() > l {
+                pool.pop();
+            }
+            if pos < next {
+                next = pos;
+            }
+        }
+        cur = next;
+        while cur < pool.len() && pool[cur].1 {
+            cur += 1;
+        }
+    }
+    pool.into_iter()
+        .map(|(k, _)| ((k >> 32) as u32, k as u32))
+        .collect()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn beam_search_popcnt<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    expanded: Option<&mut Vec<(u32, u32)>>,
+    vis: &mut Visited,
+) -> Vec<(u32, u32)> {
+    beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
+}
+
+/// Whether the popcount instruction is used (runtime CPU feature detection).
+pub fn has_popcnt() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Beam search (dispatches to a popcnt-compiled copy when the CPU has it).
+pub fn beam_search<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    expanded: Option<&mut Vec<(u32, u32)>>,
+) -> Vec<(u32, u32)> {
+    if g.n() == 0 {
+        return Vec::new();
+    }
+    VISITED.with(|cell| {
+        let mut vis = cell.borrow_mut();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_popcnt() {
+                // SAFETY: the CPU supports popcnt (checked at run time).
+                return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
+            }
+        }
+        beam_search_impl(g, q, entry, l, dup_cap, expanded, &mut vis)
+    })
+}
+
+#[inline(always)]
+fn pair_hash(a: u32, b: u32) -> u64 {
+    let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+    crate::rng::mix64(((hi as u64) << 32 | lo as u64) ^ 0xA076_1D64_78BD_642F)
+}
+
+#[inline(always)]
+fn robust_prune_impl<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    p: u32,
+    cands: &mut Vec<(u32, u32)>,
+    alpha: f64,
+    r: usize,
+    skip: &dyn Fn(u32) -> bool,
+) -> Vec<u32> {
+    cands.sort_unstable_by_key(|&(_, id)| id);
+    cands.dedup_by_key(|c| c.1);
+    cands.retain(|&(_, id)| id != p && !skip(id));
+    cands.sort_unstable_by_key(|&(d, id)| (d, pair_hash(p, id), id));
+    // DiskANN's `maxc`: candidates past the nearest `max(2R, 128)` are almost never kept.
+    cands.truncate((2 * r).max(128));
+    let pc = g.code(p);
+    let twin: Vec<bool> = cands.iter().map(|&(_, id)| g.code(id) == pc).collect();
+    let mut pruned = vec![false; cands.len()];
+    let mut out = Vec::with_capacity(r);
+    let mut twins = 0usize;
+    let cap = twin_cap(r);
+    for i in 0..cands.len() {
+        if out.len() >= r {
+            break;
+        }
+        if pruned[i] {
+            continue;
+        }
+        let c = cands[i].1;
+        if twin[i] {
+            if twins < cap {
+                out.push(c);
+                twins += 1;
+            }
+            continue;
+        }
+        out.push(c);
+        let cc = g.code(c);
+        for j in i + 1..cands.len() {
+            if pruned[j] || twin[j] {
+                continue;
+            }
+            let (dj, idj) = cands[j];
+            let other = g.code(idj);
+            if alpha * g.dist.dist(cc, other) as f64 <= dj as f64 || other == cc {
+                pruned[j] = true;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+unsafe fn robust_prune_popcnt<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    p: u32,
+    cands: &mut Vec<(u32, u32)>,
+    alpha: f64,
+    r: usize,
+    skip: &dyn Fn(u32) -> bool,
+) -> Vec<u32> {
+    robust_prune_impl(g, p, cands, alpha, r, skip)
+}
+
+/// RobustPrune of `p` over `cands` (`(d(p, c), c)`, duplicates allowed); `skip` excludes
+/// nodes (deleted ones). See the module docs for the rules.
+pub fn robust_prune<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    p: u32,
+    cands: &mut Vec<(u32, u32)>,
+    alpha: f64,
+    r: usize,
+    skip: &dyn Fn(u32) -> bool,
+) -> Vec<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_popcnt() {
+            // SAFETY: the CPU supports popcnt (checked at run time).
+            return unsafe { robust_prune_popcnt(g, p, cands, alpha, r, skip) };
+        }
+    }
+    robust_prune_impl(g, p, cands, alpha, r, skip)
+}

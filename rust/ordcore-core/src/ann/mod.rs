@@ -1,0 +1,1054 @@
+//! Binary-quantized graph index (QuIVer, arXiv 2605.02171) with Vamana construction
+//! (DiskANN) in sign-magnitude code space, exact float32 reranking, deletions, and a
+//! persistent file format. See `python/ordcore/ann.py` for the public contract.
+//!
+//! Submodules: [`codes`] (code layout and distance), [`graph`] (beam search, RobustPrune),
+//! [`rotation`] (centering + randomized Hadamard), [`format`] (the file format).
+
+pub mod codes;
+pub mod format;
+pub mod graph;
+pub mod rotation;
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::{ensure, Error, Result};
+use codes::{encode_one, normalize_into, words_for, Hamming, SignMag, SignMagN};
+use graph::{beam_search, robust_prune, GraphRef};
+use rotation::Rotation;
+
+/// Distance convention of an index. Returned distances: cosine `1 - cos(q, x)` in `[0, 2]`;
+/// ip `1 - <q, x>` (hnswlib's convention); l2 the squared Euclidean distance (hnswlib, faiss).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Cosine,
+    Ip,
+    L2,
+}
+
+impl Metric {
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "cosine" => Ok(Metric::Cosine),
+            "ip" => Ok(Metric::Ip),
+            "l2" => Ok(Metric::L2),
+            _ => Err(Error::invalid(
+                "metric",
+                format!("unknown metric {s:?} (expected 'cosine', 'ip' or 'l2')"),
+            )),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Cosine => "cosine",
+            Metric::Ip => "ip",
+            Metric::L2 => "l2",
+        }
+    }
+    fn code(self) -> u8 {
+        match self {
+            Metric::Cosine => 0,
+            Metric::Ip => 1,
+            Metric::L2 => 2,
+        }
+    }
+    fn from_code(c: u8) -> Option<Self> {
+        match c {
+            0 => Some(Metric::Cosine),
+            1 => Some(Metric::Ip),
+            2 => Some(Metric::L2),
+            _ => None,
+        }
+    }
+}
+
+#[inline]
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for (x, y) in ra.iter().zip(rb) {
+        s += x * y;
+    }
+    s
+}
+
+#[inline]
+fn sqdist(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            let d = x[i] - y[i];
+            acc[i] += d * d;
+        }
+    }
+    let mut s: f32 = acc.iter().sum();
+    for (x, y) in ra.iter().zip(rb) {
+        s += (x - y) * (x - y);
+    }
+    s
+}
+
+/// Exact distance in the metric's convention (vectors already normalized under cosine).
+#[inline]
+pub fn float_distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
+    match metric {
+        Metric::Cosine => (1.0 - dot(a, b)).clamp(0.0, 2.0),
+        Metric::Ip => 1.0 - dot(a, b),
+        Metric::L2 => sqdist(a, b),
+    }
+}
+
+/// Checks that every value is finite and, under cosine, that no row is zero.
+pub fn validate_rows(x: &[f32], dim: usize, metric: Metric, arg: &'static str) -> Result<()> {
+    for (r, row) in x.chunks_exact(dim.max(1)).enumerate() {
+        if let Some(c) = row.iter().position(|v| !v.is_finite()) {
+            return Err(Error::invalid(
+                arg,
+                format!("row {r} has a non-finite value ({}) at column {c}", row[c]),
+            ));
+        }
+        if metric == Metric::Cosine && row.iter().all(|&v| v == 0.0) {
+            return Err(Error::invalid(
+                arg,
+                format!("row {r} is a zero vector, which has no direction under cosine"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Rows as stored for reranking: normalized under cosine, as given otherwise.
+fn prepare_rows(x: &[f32], dim: usize, metric: Metric) -> Vec<f32> {
+    let mut out = x.to_vec();
+    if metric == Metric::Cosine {
+        let f = |(src, dst): (&[f32], &mut [f32])| {
+            normalize_into(src, dst);
+        };
+        if x.len() / dim.max(1) >= 1024 {
+            x.par_chunks_exact(dim)
+                .zip(out.par_chunks_exact_mut(dim))
+                .for_each(f);
+        } else {
+            x.chunks_exact(dim)
+                .zip(out.chunks_exact_mut(dim))
+                .for_each(f);
+        }
+    }
+    out
+}
+
+/// Encodes prepared rows (optionally through a rotation) into codes of `bits` planes.
+fn encode_rows(rows: &[f32], dim: usize, bits: usize, rot: Option<&Rotation>) -> Result<Vec<u64>> {
+    let code_dim = rot.map_or(dim, |r| r.padded_dim());
+    let cw = bits * words_for(code_dim);
+    let n = rows.len() / dim.max(1);
+    let mut codes = vec![0u64; n * cw];
+    let work = |(row, out): (&[f32], &mut [u64])| -> Result<()> {
+        match rot {
+            None => encode_one(row, bits, out),
+            Some(r) => {
+                let mut buf = vec![0f32; code_dim];
+                r.apply(row, &mut buf)?;
+                encode_one(&buf, bits, out);
+            }
+        }
+        Ok(())
+    };
+    if cw == 0 {
+        return Ok(codes);
+    }
+    if n >= 1024 {
+        rows.par_chunks_exact(dim)
+            .zip(codes.par_chunks_exact_mut(cw))
+            .try_for_each(work)?;
+    } else {
+        rows.chunks_exact(dim)
+            .zip(codes.chunks_exact_mut(cw))
+            .try_for_each(work)?;
+    }
+    Ok(codes)
+}
+
+/// Public encoder: `(n, dim)` rows -> `(n, bits * words)` codes (normalized first under
+/// cosine; no rotation).
+pub fn encode(x: &[f32], dim: usize, bits: usize, metric: Metric) -> Result<Vec<u64>> {
+    ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
+    ensure!(dim >= 1, "dim", "must be at least 1");
+    validate_rows(x, dim, metric, "X")?;
+    encode_rows(&prepare_rows(x, dim, metric), dim, bits, None)
+}
+
+/// Brute-force k nearest neighbours of each query among `x` (rows), in the metric's
+/// convention, ties broken by the smaller row. Rows past `n` are padded with `-1` / `+inf`.
+pub fn exact_search(
+    x: &[f32],
+    q: &[f32],
+    dim: usize,
+    k: usize,
+    metric: Metric,
+) -> Result<(Vec<i64>, Vec<f32>)> {
+    ensure!(dim >= 1, "dim", "must be at least 1");
+    ensure!(k >= 1, "k", "must be at least 1, got {k}");
+    validate_rows(x, dim, metric, "X")?;
+    validate_rows(q, dim, metric, "Q")?;
+    let xs = prepare_rows(x, dim, metric);
+    let qs = prepare_rows(q, dim, metric);
+    let nq = q.len() / dim;
+    let mut ids = vec![-1i64; nq * k];
+    let mut ds = vec![f32::INFINITY; nq * k];
+    ids.par_chunks_mut(k)
+        .zip(ds.par_chunks_mut(k))
+        .zip(qs.par_chunks_exact(dim))
+        .for_each(|((oi, od), qr)| {
+            let mut all: Vec<(f32, u32)> = xs
+                .chunks_exact(dim)
+                .enumerate()
+                .map(|(i, xr)| (float_distance(metric, qr, xr), i as u32))
+                .collect();
+            let kk = k.min(all.len());
+            let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+            if kk < all.len() && kk > 0 {
+                all.select_nth_unstable_by(kk - 1, cmp);
+                all.truncate(kk);
+            }
+            all.sort_unstable_by(cmp);
+            for (j, (d, i)) in all.into_iter().enumerate() {
+                oi[j] = i as i64;
+                od[j] = d;
+            }
+        });
+    Ok((ids, ds))
+}
+
+/// Recall@k of the code-space ranking against the exact ranking on `x` (each row against
+/// all others), with or without a rotation seeded by `rotation_seed`.
+pub fn fitness_recall(
+    x: &[f32],
+    dim: usize,
+    metric: Metric,
+    bits: usize,
+    k: usize,
+    rotation_seed: Option<u64>,
+) -> Result<f64> {
+    ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
+    validate_rows(x, dim, metric, "X")?;
+    let n = x.len() / dim.max(1);
+    ensure!(n > k, "X", "needs more than k = {k} rows, got {n}");
+    let rows = prepare_rows(x, dim, metric);
+    let rot = match rotation_seed {
+        Some(seed) => Some(Rotation::new(dim, seed, column_mean(&rows, dim))?),
+        None => None,
+    };
+    let codes = encode_rows(&rows, dim, bits, rot.as_ref())?;
+    let code_dim = rot.as_ref().map_or(dim, |r| r.padded_dim());
+    let cw = bits * words_for(code_dim);
+    let hits: usize = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            let xi = &rows[i * dim..(i + 1) * dim];
+            let ci = &codes[i * cw..(i + 1) * cw];
+            let mut ex: Vec<(f32, u32)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    (
+                        float_distance(metric, xi, &rows[j * dim..(j + 1) * dim]),
+                        j as u32,
+                    )
+                })
+                .collect();
+            ex.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut cd: Vec<(u32, u32)> = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| {
+                    (
+                        codes::code_distance(ci, &codes[j * cw..(j + 1) * cw], code_dim, bits),
+                        j as u32,
+                    )
+                })
+                .collect();
+            cd.sort_unstable();
+            let truth: std::collections::HashSet<u32> = ex[..k].iter().map(|e| e.1).collect();
+            cd[..k].iter().filter(|e| truth.contains(&e.1)).count()
+        })
+        .sum();
+    Ok(hits as f64 / (n * k) as f64)
+}
+
+fn column_mean(rows: &[f32], dim: usize) -> Vec<f32> {
+    let n = rows.len() / dim.max(1);
+    let mut acc = vec![0f64; dim];
+    for row in rows.chunks_exact(dim) {
+        for (a, &v) in acc.iter_mut().zip(row) {
+            *a += v as f64;
+        }
+    }
+    acc.into_iter()
+        .map(|a| (a / n.max(1) as f64) as f32)
+        .collect()
+}
+
+/// Float vectors used for reranking: owned, or mapped from an index file.
+pub enum Vectors {
+    Owned(Vec<f32>),
+    Mapped {
+        map: memmap2::Mmap,
+        offset: usize,
+        len: usize,
+    },
+}
+
+impl Vectors {
+    pub fn as_slice(&self) -> &[f32] {
+        match self {
+            Vectors::Owned(v) => v,
+            Vectors::Mapped { map, offset, len } => {
+                let bytes = &map[*offset..*offset + *len * 4];
+                // SAFETY: `format::load` only maps on little-endian hosts with `offset`
+                // 64-byte aligned inside a page-aligned mapping, so the pointer is aligned for
+                // f32, the bytes are initialized and live as long as `map`.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, *len) }
+            }
+        }
+    }
+    fn make_owned(&mut self) -> &mut Vec<f32> {
+        if let Vectors::Mapped { .. } = self {
+            *self = Vectors::Owned(self.as_slice().to_vec());
+        }
+        match self {
+            Vectors::Owned(v) => v,
+            Vectors::Mapped { .. } => unreachable!(),
+        }
+    }
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, Vectors::Mapped { .. })
+    }
+}
+
+/// Construction parameters of an index.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub dim: usize,
+    pub metric: Metric,
+    pub bits: usize,
+    pub r: usize,
+    pub l_build: usize,
+    pub alpha: f64,
+    pub rotation: bool,
+    pub seed: u64,
+}
+
+/// Lists may grow to this degree during an `add` before they are pruned back to `R`
+/// (DiskANN's graph slack factor 1.3); the last step of `add` prunes them to `R`.
+pub fn slack_degree(r: usize) -> usize {
+    (r * 13).div_ceil(10)
+}
+
+/// Progress callback: `(done, total)` insertions.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// The binary-quantized Vamana index.
+pub struct BQGraphIndex {
+    params: Params,
+    code_dim: usize,
+    cw: usize,
+    codes: Vec<u64>,
+    /// Row stride of `adj`: `R` at rest, `slack_degree(R)` during an `add`.
+    stride: usize,
+    adj: Vec<u32>,
+    deg: Vec<u32>,
+    vectors: Vectors,
+    ids: Vec<i64>,
+    deleted: Vec<bool>,
+    n_deleted: usize,
+    id_map: HashMap<i64, u32>,
+    entry: u32,
+    rot: Option<Rotation>,
+}
+
+macro_rules! with_graph {
+    ($self:expr, $g:ident => $body:expr) => {{
+        let words = words_for($self.code_dim);
+        if $self.params.bits == 1 {
+            let $g = GraphRef {
+                dist: Hamming { words },
+                codes: &$self.codes,
+                adj: &$self.adj,
+                deg: &$self.deg,
+                r: $self.stride,
+            };
+            $body
+        } else {
+            let $g = GraphRef {
+                dist: SignMag {
+                    words,
+                    dim: $self.code_dim as u32,
+                },
+                codes: &$self.codes,
+                adj: &$self.adj,
+                deg: &$self.deg,
+                r: $self.stride,
+            };
+            $body
+        }
+    }};
+}
+
+/// Like `with_graph!`, with the word count fixed at compile time for common dimensions
+/// (used on the hot paths: construction searches and prunes, and queries).
+macro_rules! with_graph_fast {
+    ($self:expr, $g:ident => $body:expr) => {{
+        let words = words_for($self.code_dim);
+        macro_rules! fixed {
+            ($w:literal) => {{
+                let $g = GraphRef {
+                    dist: SignMagN::<$w> {
+                        dim: $self.code_dim as u32,
+                    },
+                    codes: &$self.codes,
+                    adj: &$self.adj,
+                    deg: &$self.deg,
+                    r: $self.stride,
+                };
+                $body
+            }};
+        }
+        match ($self.params.bits, words) {
+            (2, 2) => fixed!(2),
+            (2, 4) => fixed!(4),
+            (2, 6) => fixed!(6),
+            (2, 8) => fixed!(8),
+            (2, 12) => fixed!(12),
+            (2, 16) => fixed!(16),
+            _ => with_graph!($self, $g => $body),
+        }
+    }};
+}
+
+/// Result of one search: ids and distances, `k` per query.
+pub type SearchResult = (Vec<i64>, Vec<f32>);
+
+impl BQGraphIndex {
+    /// An empty index; validates the parameters.
+    pub fn new(params: Params) -> Result<Self> {
+        let p = &params;
+        ensure!(p.dim >= 1, "dim", "must be at least 1, got {}", p.dim);
+        ensure!(
+            p.dim <= 1 << 20,
+            "dim",
+            "must be at most 2^20, got {}",
+            p.dim
+        );
+        ensure!(
+            p.bits == 1 || p.bits == 2,
+            "bits",
+            "must be 1 or 2, got {}",
+            p.bits
+        );
+        ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
+        ensure!(p.r <= 4096, "R", "must be at most 4096, got {}", p.r);
+        ensure!(
+            p.l_build >= 1,
+            "L_build",
+            "must be at least 1, got {}",
+            p.l_build
+        );
+        ensure!(
+            p.alpha.is_finite() && p.alpha >= 1.0,
+            "alpha",
+            "must be a finite number >= 1 (DiskANN convention), got {}",
+            p.alpha
+        );
+        let code_dim = if p.rotation {
+            Rotation::new(p.dim, p.seed, vec![0.0; p.dim])?.padded_dim()
+        } else {
+            p.dim
+        };
+        let cw = p.bits * words_for(code_dim);
+        Ok(BQGraphIndex {
+            code_dim,
+            cw,
+            codes: Vec::new(),
+            stride: params.r,
+            adj: Vec::new(),
+            deg: Vec::new(),
+            vectors: Vectors::Owned(Vec::new()),
+            ids: Vec::new(),
+            deleted: Vec::new(),
+            n_deleted: 0,
+            id_map: HashMap::new(),
+            entry: 0,
+            rot: None,
+            params,
+        })
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+    /// Number of live (not removed) vectors.
+    pub fn len(&self) -> usize {
+        self.ids.len() - self.n_deleted
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Number of stored nodes, removed ones included (until `compact`).
+    pub fn n_nodes(&self) -> usize {
+        self.ids.len()
+    }
+    /// Dimension of the codes (the padded dimension under rotation).
+    pub fn code_dim(&self) -> usize {
+        self.code_dim
+    }
+    pub fn vectors_mapped(&self) -> bool {
+        self.vectors.is_mapped()
+    }
+    /// Bytes held by the codes, the graph and the float vectors.
+    pub fn memory_usage(&self) -> (usize, usize, usize) {
+        (
+            self.codes.len() * 8,
+            self.adj.len() * 4 + self.deg.len() * 4,
+            self.vectors.as_slice().len() * 4,
+        )
+    }
+    /// User ids of live vectors, in insertion order.
+    pub fn live_ids(&self) -> Vec<i64> {
+        self.ids
+            .iter()
+            .zip(&self.deleted)
+            .filter(|(_, &d)| !d)
+            .map(|(&i, _)| i)
+            .collect()
+    }
+    /// Whether `id` is a live id.
+    pub fn contains(&self, id: i64) -> bool {
+        self.id_map.contains_key(&id)
+    }
+    /// Neighbour list of node `i` (for tests).
+    pub fn neighbors(&self, i: usize) -> &[u32] {
+        let s = i * self.stride;
+        &self.adj[s..s + self.deg[i] as usize]
+    }
+
+    /// Adds `x` (`n x dim`, row-major) with user ids (`None`: consecutive ids after the
+    /// largest id ever used, from 0). Validates everything before changing the index.
+    pub fn add(
+        &mut self,
+        x: &[f32],
+        ids: Option<&[i64]>,
+        progress: Option<Progress<'_>>,
+    ) -> Result<()> {
+        let dim = self.params.dim;
+        ensure!(
+            x.len() % dim == 0,
+            "X",
+            "length {} is not a multiple of dim {dim}",
+            x.len()
+        );
+        let n = x.len() / dim;
+        validate_rows(x, dim, self.params.metric, "X")?;
+        ensure!(
+            self.ids.len() + n < u32::MAX as usize,
+            "X",
+            "an index holds fewer than 2^32 - 1 vectors"
+        );
+        let new_ids: Vec<i64> = match ids {
+            Some(ids) => {
+                ensure!(
+                    ids.len() == n,
+                    "ids",
+                    "has {} entries but X has {n} rows",
+                    ids.len()
+                );
+                let mut seen = HashMap::with_capacity(n);
+                for (row, &id) in ids.iter().enumerate() {
+                    if let Some(prev) = seen.insert(id, row) {
+                        return Err(Error::invalid(
+                            "ids",
+                            format!("id {id} appears twice (rows {prev} and {row})"),
+                        ));
+                    }
+                    if self.id_map.contains_key(&id) {
+                        return Err(Error::invalid(
+                            "ids",
+                            format!("id {id} (row {row}) is already in the index"),
+                        ));
+                    }
+                }
+                ids.to_vec()
+            }
+            None => {
+                let start = self.ids.iter().copied().max().map_or(0, |m| m + 1);
+                ensure!(
+                    start.checked_add(n as i64).is_some(),
+                    "ids",
+                    "automatic ids would overflow int64"
+                );
+                (0..n as i64).map(|i| start + i).collect()
+            }
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let rows = prepare_rows(x, dim, self.params.metric);
+        let first = self.ids.is_empty();
+        if first && self.params.rotation {
+            self.rot = Some(Rotation::new(
+                dim,
+                self.params.seed,
+                column_mean(&rows, dim),
+            )?);
+        }
+        let codes = encode_rows(&rows, dim, self.params.bits, self.rot.as_ref())?;
+        // From here on nothing fails.
+        let old = self.ids.len();
+        self.vectors.make_owned().extend_from_slice(&rows);
+        self.codes.extend_from_slice(&codes);
+        self.adj.resize((old + n) * self.stride, 0);
+        self.deg.resize(old + n, 0);
+        self.restride(slack_degree(self.params.r));
+        for (k, &id) in new_ids.iter().enumerate() {
+            self.id_map.insert(id, (old + k) as u32);
+        }
+        self.ids.extend_from_slice(&new_ids);
+        self.deleted.resize(old + n, false);
+        if first || self.len() == n {
+            self.build_full(progress);
+        } else {
+            let order = self.permutation(old as u32..(old + n) as u32, 2);
+            self.insert_pass(&order, self.params.alpha, progress, 0, n);
+        }
+        self.finish_slack();
+        Ok(())
+    }
+
+    /// Changes the row stride of the adjacency array (keeping every list).
+    fn restride(&mut self, stride: usize) {
+        if stride == self.stride {
+            return;
+        }
+        let n = self.deg.len();
+        let mut adj = vec![0u32; n * stride];
+        for i in 0..n {
+            let d = (self.deg[i] as usize).min(stride);
+            adj[i * stride..i * stride + d]
+                .copy_from_slice(&self.adj[i * self.stride..i * self.stride + d]);
+        }
+        self.adj = adj;
+        self.stride = stride;
+    }
+
+    /// Prunes every list longer than `R` (left by the slack of the build) and goes back to
+    /// stride `R`.
+    fn finish_slack(&mut self) {
+        let r = self.params.r;
+        let alpha = self.params.alpha;
+        let deleted = &self.deleted;
+        let skip = |i: u32| deleted[i as usize];
+        let n = self.n_nodes();
+        let updates: Vec<(u32, Vec<u32>)> = with_graph!(self, g => {
+            (0..n as u32)
+                .into_par_iter()
+                .filter(|&p| g.neighbors(p).len() > r)
+                .map(|p| {
+                    let pc = g.code(p);
+                    let mut cands: Vec<(u32, u32)> =
+                        g.neighbors(p).iter().map(|&j| (g.d(pc, j), j)).collect();
+                    (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                })
+                .collect()
+        });
+        for (p, list) in updates {
+            self.set_list(p, &list);
+        }
+        self.restride(r);
+    }
+
+    fn permutation(&self, range: std::ops::Range<u32>, stream: u64) -> Vec<u32> {
+        let seed = self.params.seed;
+        let mut v: Vec<(u64, u32)> = range
+            .map(|i| (crate::rng::counter_u64(seed, stream, i as u64), i))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Code-space medoid of the live nodes: the node whose code is nearest to the code of the
+    /// (transformed) mean vector; ties to the smaller node.
+    fn medoid(&self) -> u32 {
+        let dim = self.params.dim;
+        let vecs = self.vectors.as_slice();
+        let mut acc = vec![0f64; dim];
+        let mut cnt = 0usize;
+        for (i, row) in vecs.chunks_exact(dim).enumerate() {
+            if self.deleted[i] {
+                continue;
+            }
+            cnt += 1;
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a += v as f64;
+            }
+        }
+        let mean: Vec<f32> = acc.iter().map(|a| (a / cnt.max(1) as f64) as f32).collect();
+        let mc = self
+            .encode_query(&mean)
+            .unwrap_or_else(|_| vec![0; self.cw]);
+        with_graph!(self, g => {
+            (0..self.n_nodes() as u32)
+                .filter(|&i| !self.deleted[i as usize])
+                .min_by_key(|&i| (g.d(&mc, i), i))
+                .unwrap_or(0)
+        })
+    }
+
+    fn encode_query(&self, q: &[f32]) -> Result<Vec<u64>> {
+        let mut code = vec![0u64; self.cw];
+        match &self.rot {
+            None => encode_one(q, self.params.bits, &mut code),
+            Some(r) => {
+                let mut buf = vec![0f32; self.code_dim];
+                r.apply(q, &mut buf)?;
+                encode_one(&buf, self.params.bits, &mut code);
+            }
+        }
+        Ok(code)
+    }
+
+    fn build_full(&mut self, progress: Option<Progress<'_>>) {
+        let n = self.n_nodes();
+        self.adj.iter_mut().for_each(|a| *a = 0);
+        self.deg.iter_mut().for_each(|d| *d = 0);
+        self.entry = self.medoid();
+        let entry = self.entry;
+        let mut order = vec![entry];
+        order.extend(
+            self.permutation(0..n as u32, 0)
+                .into_iter()
+                .filter(|&i| i != entry && !self.deleted[i as usize]),
+        );
+        let total = 2 * order.len();
+        self.insert_pass(&order, 1.0, progress, 0, total);
+        let order2 = self.permutation(0..n as u32, 1);
+        let order2: Vec<u32> = order2
+            .into_iter()
+            .filter(|&i| !self.deleted[i as usize])
+            .collect();
+        self.insert_pass(&order2, self.params.alpha, progress, total / 2, total);
+    }
+
+    /// Inserts `order` in batches (1, 2, 4, ... up to 2% of the nodes, at least 64, at
+    /// most 4096). Within a batch the searches and prunes run in parallel against the graph
+    /// as it was before the batch, and their results are applied in order, so the graph
+    /// depends only on the data and the seed, never on the thread count.
+    fn insert_pass(
+        &mut self,
+        order: &[u32],
+        alpha: f64,
+        progress: Option<Progress<'_>>,
+        done0: usize,
+        total: usize,
+    ) {
+        let r = self.params.r;
+        let stride = self.stride;
+        let l = self.params.l_build.max(r);
+        let max_batch = (self.n_nodes() / 50).clamp(64, 4096);
+        let mut start = 0;
+        let mut bs = 1;
+        while start < order.len() {
+            let end = (start + bs).min(order.len());
+            let batch = &order[start..end];
+            let deleted = &self.deleted;
+            let skip = |i: u32| deleted[i as usize];
+            let entry = self.entry;
+            let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
+                let work = |&p: &u32| {
+                    let mut cands = Vec::with_capacity(2 * l);
+                    let pc = g.code(p);
+                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
+                    for &nb in g.neighbors(p) {
+                        cands.push((g.d(pc, nb), nb));
+                    }
+                    robust_prune(&g, p, &mut cands, alpha, r, &skip)
+                };
+                if batch.len() > 1 {
+                    batch.par_iter().map(work).collect()
+                } else {
+                    batch.iter().map(work).collect()
+                }
+            });
+            let mut pairs: Vec<(u32, u32)> = Vec::new();
+            for (&p, list) in batch.iter().zip(&lists) {
+                self.set_list(p, list);
+                pairs.extend(list.iter().map(|&j| (j, p)));
+            }
+            pairs.sort_unstable();
+            pairs.dedup();
+            let mut groups: Vec<(u32, Vec<u32>)> = Vec::new();
+            for (j, p) in pairs {
+                match groups.last_mut() {
+                    Some((gj, v)) if *gj == j => v.push(p),
+                    _ => groups.push((j, vec![p])),
+                }
+            }
+            let deleted = &self.deleted;
+            let skip = |i: u32| deleted[i as usize];
+            let updates: Vec<(u32, Vec<u32>)> = with_graph_fast!(self, g => {
+                let work = |(j, srcs): &(u32, Vec<u32>)| {
+                    let cur = g.neighbors(*j);
+                    let mut merged = cur.to_vec();
+                    for &s in srcs {
+                        if !cur.contains(&s) {
+                            merged.push(s);
+                        }
+                    }
+                    if merged.len() == cur.len() {
+                        return None;
+                    }
+                    if merged.len() <= stride {
+                        return Some((*j, merged));
+                    }
+                    let jc = g.code(*j);
+                    let mut cands: Vec<(u32, u32)> =
+                        merged.iter().map(|&m| (g.d(jc, m), m)).collect();
+                    Some((*j, robust_prune(&g, *j, &mut cands, alpha, r, &skip)))
+                };
+                if groups.len() > 1 {
+                    groups.par_iter().filter_map(work).collect()
+                } else {
+                    groups.iter().filter_map(work).collect()
+                }
+            });
+            for (j, list) in updates {
+                self.set_list(j, &list);
+            }
+            start = end;
+            bs = (bs * 2).min(max_batch);
+            if let Some(cb) = progress {
+                cb(done0 + end, total);
+            }
+        }
+    }
+
+    fn set_list(&mut self, p: u32, list: &[u32]) {
+        let r = self.stride;
+        let s = p as usize * r;
+        self.adj[s..s + list.len()].copy_from_slice(list);
+        self.deg[p as usize] = list.len() as u32;
+    }
+
+    fn validate_query(&self, q: &[f32]) -> Result<usize> {
+        let dim = self.params.dim;
+        ensure!(
+            q.len() % dim == 0,
+            "Q",
+            "length {} is not a multiple of the index dimension {dim}",
+            q.len()
+        );
+        validate_rows(q, dim, self.params.metric, "Q")?;
+        Ok(q.len() / dim)
+    }
+
+    /// Searches `q` (`nq x dim`). `ef_search` is raised to at least `k`; `rerank_k`
+    /// (default `ef_search`) is clamped to `[k, ef_search]`. Missing results are `-1` /
+    /// `+inf`.
+    pub fn search(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef_search: usize,
+        rerank: bool,
+        rerank_k: Option<usize>,
+    ) -> Result<SearchResult> {
+        ensure!(k >= 1, "k", "must be at least 1, got {k}");
+        ensure!(
+            ef_search >= 1,
+            "ef_search",
+            "must be at least 1, got {ef_search}"
+        );
+        if let Some(rk) = rerank_k {
+            ensure!(rk >= 1, "rerank_k", "must be at least 1, got {rk}");
+        }
+        let nq = self.validate_query(q)?;
+        let dim = self.params.dim;
+        let metric = self.params.metric;
+        let qs = prepare_rows(q, dim, metric);
+        let ef = ef_search.max(k);
+        let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
+        let mut ids = vec![-1i64; nq * k];
+        let mut ds = vec![f32::INFINITY; nq * k];
+        if self.is_empty() {
+            return Ok((ids, ds));
+        }
+        let vecs = self.vectors.as_slice();
+        let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+            let qc = self.encode_query(qr)?;
+            let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, ef, graph::dup_cap(ef).max(k), None));
+            let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
+            let mut res: Vec<(f32, u32)> = if rerank {
+                let mut v: Vec<(f32, u32)> = live
+                    .take(rk)
+                    .map(|(_, i)| {
+                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
+                        (float_distance(metric, qr, x), i)
+                    })
+                    .collect();
+                v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                v
+            } else {
+                live.take(k)
+                    .map(|(_, i)| {
+                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
+                        (float_distance(metric, qr, x), i)
+                    })
+                    .collect()
+            };
+            res.truncate(k);
+            for (j, (d, i)) in res.into_iter().enumerate() {
+                oi[j] = self.ids[i as usize];
+                od[j] = d;
+            }
+            Ok(())
+        };
+        let it = ids
+            .chunks_mut(k)
+            .zip(ds.chunks_mut(k))
+            .zip(qs.chunks_exact(dim));
+        if nq >= 8 {
+            ids.par_chunks_mut(k)
+                .zip(ds.par_chunks_mut(k))
+                .zip(qs.par_chunks_exact(dim))
+                .try_for_each(one)?;
+        } else {
+            it.into_iter().try_for_each(one)?;
+        }
+        Ok((ids, ds))
+    }
+
+    /// Marks `ids` as removed (all must be live and distinct; nothing changes otherwise).
+    pub fn remove(&mut self, ids: &[i64]) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        for &id in ids {
+            ensure!(seen.insert(id), "ids", "id {id} appears twice");
+            ensure!(
+                self.id_map.contains_key(&id),
+                "ids",
+                "id {id} is not in the index"
+            );
+        }
+        for id in ids {
+            if let Some(node) = self.id_map.remove(id) {
+                self.deleted[node as usize] = true;
+                self.n_deleted += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Repairs the graph around removed nodes (FreshDiskANN-style: each live node with a
+    /// removed neighbour is re-pruned over its live neighbours and theirs) and drops them.
+    pub fn compact(&mut self) {
+        if self.n_deleted == 0 {
+            return;
+        }
+        let r = self.params.r;
+        let alpha = self.params.alpha;
+        let n = self.n_nodes();
+        let deleted = &self.deleted;
+        let skip = |i: u32| deleted[i as usize];
+        let updates: Vec<(u32, Vec<u32>)> = with_graph!(self, g => {
+            (0..n as u32)
+                .into_par_iter()
+                .filter(|&p| !deleted[p as usize] && g.neighbors(p).iter().any(|&j| deleted[j as usize]))
+                .map(|p| {
+                    let pc = g.code(p);
+                    let mut cands = Vec::new();
+                    for &j in g.neighbors(p) {
+                        if deleted[j as usize] {
+                            for &jj in g.neighbors(j) {
+                                cands.push((g.d(pc, jj), jj));
+                            }
+                        } else {
+                            cands.push((g.d(pc, j), j));
+                        }
+                    }
+                    (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                })
+                .collect()
+        });
+        for (p, list) in updates {
+            self.set_list(p, &list);
+        }
+        // Renumber the live nodes.
+        let mut remap = vec![u32::MAX; n];
+        let mut next = 0u32;
+        for (slot, &del) in remap.iter_mut().zip(&self.deleted) {
+            if !del {
+                *slot = next;
+                next += 1;
+            }
+        }
+        let m = next as usize;
+        let dim = self.params.dim;
+        let cw = self.cw;
+        let old_vecs = std::mem::replace(&mut self.vectors, Vectors::Owned(Vec::new()));
+        let ov = old_vecs.as_slice();
+        let mut codes = Vec::with_capacity(m * cw);
+        let mut vecs = Vec::with_capacity(m * dim);
+        let mut adj = vec![0u32; m * r];
+        let mut deg = vec![0u32; m];
+        let mut ids = Vec::with_capacity(m);
+        for i in 0..n {
+            if self.deleted[i] {
+                continue;
+            }
+            let ni = remap[i] as usize;
+            codes.extend_from_slice(&self.codes[i * cw..(i + 1) * cw]);
+            vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
+            ids.push(self.ids[i]);
+            let mut d = 0;
+            for &j in self.neighbors(i) {
+                if remap[j as usize] != u32::MAX {
+                    adj[ni * r + d] = remap[j as usize];
+                    d += 1;
+                }
+            }
+            deg[ni] = d as u32;
+        }
+        let entry_live = !self.deleted[self.entry as usize];
+        let old_entry = self.entry;
+        self.codes = codes;
+        self.vectors = Vectors::Owned(vecs);
+        self.adj = adj;
+        self.deg = deg;
+        self.ids = ids;
+        self.deleted = vec![false; m];
+        self.n_deleted = 0;
+        self.id_map = self
+            .ids
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i as u32))
+            .collect();
+        self.entry = if entry_live {
+            remap[old_entry as usize]
+        } else if m > 0 {
+            self.medoid()
+        } else {
+            0
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests;

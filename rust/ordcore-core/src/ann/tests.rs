@@ -1,0 +1,108 @@
+use super::*;
+
+fn gauss(n: usize, d: usize, seed: u64) -> Vec<f32> {
+    // Box-Muller on the counter generator.
+    (0..n * d)
+        .map(|i| {
+            let u1 = crate::rng::counter_f64(seed, 0, i as u64).max(1e-12);
+            let u2 = crate::rng::counter_f64(seed, 1, i as u64);
+            ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+        })
+        .collect()
+}
+
+fn params(dim: usize, metric: Metric) -> Params {
+    Params {
+        dim,
+        metric,
+        bits: 2,
+        r: 16,
+        l_build: 32,
+        alpha: 1.2,
+        rotation: false,
+        seed: 0,
+    }
+}
+
+#[test]
+fn finds_itself_and_pads() {
+    let x = gauss(500, 32, 1);
+    let mut idx = BQGraphIndex::new(params(32, Metric::L2)).unwrap();
+    idx.add(&x, None, None).unwrap();
+    let (ids, ds) = idx.search(&x[..32 * 10], 1, 32, true, None).unwrap();
+    assert_eq!(ids, (0..10).collect::<Vec<i64>>());
+    assert!(ds.iter().all(|&d| d == 0.0));
+    let (ids, ds) = idx.search(&x[..32], 600, 16, true, None).unwrap();
+    assert_eq!(ids.iter().filter(|&&i| i >= 0).count(), 500);
+    assert!(ids[500..].iter().all(|&i| i == -1));
+    assert!(ds[500..].iter().all(|d| d.is_infinite()));
+}
+
+#[test]
+fn degrees_bounded_and_edges_valid() {
+    let x = gauss(800, 16, 2);
+    let mut idx = BQGraphIndex::new(params(16, Metric::Cosine)).unwrap();
+    idx.add(&x, None, None).unwrap();
+    for i in 0..idx.n_nodes() {
+        let nb = idx.neighbors(i);
+        assert!(nb.len() <= 16);
+        assert!(nb.iter().all(|&j| (j as usize) < 800 && j as usize != i));
+    }
+}
+
+#[test]
+fn errors_do_not_change_the_index() {
+    let mut x = gauss(50, 8, 3);
+    let mut idx = BQGraphIndex::new(params(8, Metric::Cosine)).unwrap();
+    x[8 * 7 + 2] = f32::NAN;
+    let e = idx.add(&x, None, None).unwrap_err().to_string();
+    assert!(e.contains("row 7"), "{e}");
+    assert_eq!(idx.len(), 0);
+    assert!(idx.search(&[0.0; 8], 1, 8, true, None).is_err());
+    assert!(BQGraphIndex::new(Params {
+        r: 1,
+        ..params(8, Metric::L2)
+    })
+    .is_err());
+    assert!(BQGraphIndex::new(Params {
+        alpha: 0.5,
+        ..params(8, Metric::L2)
+    })
+    .is_err());
+}
+
+#[test]
+fn save_load_roundtrip_and_corruption() {
+    let x = gauss(300, 20, 4);
+    let mut idx = BQGraphIndex::new(Params {
+        rotation: true,
+        ..params(20, Metric::L2)
+    })
+    .unwrap();
+    idx.add(&x, None, None).unwrap();
+    let dir = std::env::temp_dir().join(format!("ordcore-ann-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("a.ordann");
+    format::save(&idx, &p).unwrap();
+    let back = format::load(&p, true).unwrap();
+    let q = &x[..20 * 5];
+    assert_eq!(
+        idx.search(q, 3, 16, true, None).unwrap().0,
+        back.search(q, 3, 16, true, None).unwrap().0
+    );
+    let mut raw = std::fs::read(&p).unwrap();
+    raw[500] ^= 1;
+    std::fs::write(&p, &raw).unwrap();
+    assert!(matches!(format::load(&p, false), Err(Error::Format(_))));
+    raw.pop();
+    std::fs::write(&p, &raw).unwrap();
+    assert!(matches!(format::load(&p, false), Err(Error::Format(_))));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn exact_search_orders_ties_by_row() {
+    let x = vec![1.0f32, 0.0, 1.0, 0.0, 0.0, 1.0];
+    let (ids, _) = exact_search(&x, &[1.0, 0.0], 2, 3, Metric::L2).unwrap();
+    assert_eq!(ids, vec![0, 1, 2]);
+}
