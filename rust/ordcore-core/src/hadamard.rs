@@ -1,1 +1,0 @@
-//! hadamard: see the module of the same name in python/ordcore/ for the public contract.
