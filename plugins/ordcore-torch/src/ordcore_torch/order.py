@@ -116,6 +116,13 @@ class FixedOrder(nn.Module):
         return f"kind={self.kind!r}, num_tokens={self.num_tokens}"
 
 
+def _gumbel(shape: Any, dtype: torch.dtype, generator: torch.Generator | None) -> Tensor:
+    """Standard Gumbel noise ``-log(-log(U))``."""
+    tiny = torch.finfo(dtype).tiny
+    u = torch.rand(shape, generator=generator, dtype=dtype).clamp(tiny, 1.0 - 1e-7)
+    return -torch.log(-torch.log(u))
+
+
 def log_sinkhorn(log_alpha: Tensor, n_iters: int) -> Tensor:
     """Sinkhorn normalization in log space: alternately normalize rows and columns of
     ``exp(log_alpha)`` (``(..., n, n)``); returns the log of a doubly stochastic matrix."""
@@ -146,9 +153,7 @@ def gumbel_sinkhorn(
     if not isinstance(n_iters, int) or n_iters < 1:
         raise InvalidArgumentError(f"n_iters: expected a positive int, got {n_iters!r}")
     if noise:
-        u = torch.rand(log_alpha.shape, generator=generator, dtype=log_alpha.dtype)
-        u = u.to(log_alpha.device)
-        log_alpha = log_alpha - torch.log(-torch.log(u.clamp_min(1e-20)).clamp_min(1e-20))
+        log_alpha = log_alpha + _gumbel(log_alpha.shape, log_alpha.dtype, generator).to(log_alpha.device)
     return log_sinkhorn(log_alpha / temperature, n_iters).exp()
 
 
@@ -254,8 +259,8 @@ class PlackettLuceOrder(nn.Module):
         """``(num_samples, n)`` int64 permutations by the Gumbel-top-k trick."""
         if not isinstance(num_samples, int) or num_samples < 1:
             raise InvalidArgumentError(f"num_samples: expected a positive int, got {num_samples!r}")
-        u = torch.rand(num_samples, self.num_tokens, generator=generator, dtype=self.scores.dtype)
-        g = -torch.log(-torch.log(u.clamp_min(1e-20)).clamp_min(1e-20)).to(self.scores.device)
+        g = _gumbel((num_samples, self.num_tokens), self.scores.dtype, generator)
+        g = g.to(self.scores.device)
         return torch.argsort(self.scores.detach() + g, dim=-1, descending=True)
 
     def log_prob(self, perms: Tensor) -> Tensor:
