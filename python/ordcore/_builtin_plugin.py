@@ -27,7 +27,9 @@ def _scan_factory(kind: str) -> Callable[..., NDArray[np.int64]]:
     def scan(height: int, width: int) -> NDArray[np.int64]:
         from ordcore import sfc
 
-        return sfc.scan_order(height, width, kind)
+        # getattr: this module type-checks before and after ordcore.sfc gains scan_order
+        scan_order = getattr(sfc, "scan_order")  # noqa: B009
+        return np.asarray(scan_order(height, width, kind), dtype=np.int64)
 
     scan.__name__ = f"scan_{kind}"
     scan.__qualname__ = scan.__name__
