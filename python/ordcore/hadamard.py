@@ -1,1 +1,559 @@
-"""ordcore.hadamard (being written; see the README)."""
+"""Fast Walsh-Hadamard transforms and randomized Hadamard rotations.
+
+Sizes
+-----
+A length ``n`` is supported when ``n = K * 2**k`` with ``K`` in
+``{1, 12, 20, 28, 36, 40, 52, 60, 108, 140, 156, 172}`` (e.g. ``11008 = 172 * 64``,
+``14336 = 28 * 512``). The transform of a row vector ``x`` is ``x @ H_n`` with::
+
+    H_n = kron(H_K, H_{2**k})      coordinate i = a * 2**k + b  (a < K, b < 2**k)
+
+where ``H_{2**k}`` is the Sylvester matrix (``scipy.linalg.hadamard``, natural order) and
+``H_K`` a Hadamard matrix of order ``K`` (entries +-1, ``H_K @ H_K.T == K * I``) built by
+the Paley I (K = 12, 20, 60, 108, 140), Paley II (K = 28, 36, and 52 over GF(25)) or
+Williamson (K = 156, 172; circulants of order 39 and 43) constructions. The smallest ``K``
+is used, so ``40 * 2**k`` runs as ``20 * 2**(k+1)`` (``H_40 = kron(H_20, H_2)``).
+:func:`hadamard_matrix` returns ``H_n`` itself. ``H_K`` is not symmetric, so the inverse
+transform (:func:`ifwht`) multiplies by the transpose. Other sizes raise
+:class:`~ordcore.InvalidArgumentError` naming the nearest supported sizes; zero padding
+happens only through :func:`pad_to_supported`.
+
+Randomized rotations
+--------------------
+:class:`RandomizedHadamard` with ``blocks = B`` maps a row ``x`` to
+``x D_1 H D_2 H ... D_B H / sqrt(g)**B`` (signs first, then the transform, ``B`` times;
+``g`` the group size, ``n`` when ungrouped). The sign of coordinate ``i`` (0-based, over
+the whole row of length ``n``, grouped or not) in block ``b`` (0-based) is ``-1`` exactly
+when the top bit of the counter-based value ``counter_u64(seed, b, i)`` is set (SplitMix64
+finalizer applied three times, documented in ``rust/ordcore-core/src/rng.rs``), so the same
+``(seed, n, blocks)`` gives bit-identical signs in every process and on every device.
+
+All transforms run in Rust on rows in parallel (rayon) with the GIL released; float32 and
+float64 compute natively, float16 computes in float32 (the scale is applied before the cast
+back). Integer, boolean and complex inputs raise :class:`~ordcore.DTypeError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+from ordcore import _core
+from ordcore.errors import DTypeError, InvalidArgumentError
+
+__all__ = [
+    "SUPPORTED_K",
+    "fwht",
+    "ifwht",
+    "hadamard_matrix",
+    "is_supported_size",
+    "next_supported_size",
+    "supported_sizes",
+    "pad_to_supported",
+    "RandomizedHadamard",
+    "srht",
+    "srht_indices",
+]
+
+#: The base orders ``K`` of the supported sizes ``K * 2**k``.
+SUPPORTED_K: tuple[int, ...] = (1, 12, 20, 28, 36, 40, 52, 60, 108, 140, 156, 172)
+
+_FLOAT_KINDS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def is_supported_size(n: int) -> bool:
+    """Whether ``n`` has the form ``K * 2**k`` with ``K`` in :data:`SUPPORTED_K`."""
+    return n >= 1 and bool(_core.hadamard_is_supported_size(int(n)))
+
+
+def next_supported_size(n: int) -> int:
+    """The smallest supported size ``>= n`` (``1`` for ``n <= 1``)."""
+    return int(_core.hadamard_next_supported_size(max(int(n), 0)))
+
+
+def supported_sizes(max_n: int) -> list[int]:
+    """Every supported size ``<= max_n``, ascending (``[1, 2, 4, 8, 12, 16, 20, ...]``)."""
+    if max_n < 1:
+        return []
+    return [int(v) for v in _core.hadamard_supported_sizes(int(max_n))]
+
+
+def _check_size(arg: str, n: int) -> None:
+    if not is_supported_size(n):
+        raise InvalidArgumentError(_core.hadamard_unsupported_size_message(arg, max(n, 0)))
+
+
+def _compute_dtype(arg: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """float32 for float16/float32, float64 for float64; DTypeError otherwise."""
+    if dtype.kind != "f" or np.dtype(dtype.type) not in _FLOAT_KINDS:
+        raise DTypeError(
+            f"{arg}: dtype {dtype} is not supported (float16, float32 or float64); "
+            f"cast integer or complex data explicitly, e.g. x.astype(np.float32)"
+        )
+    return np.dtype(np.float64) if dtype.itemsize == 8 else np.dtype(np.float32)
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise InvalidArgumentError(f"axis: must be an integer, got {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise InvalidArgumentError(f"axis: {axis} is out of range for an array of {ndim} dimensions")
+    return int(axis) % ndim
+
+
+def _as_input(arg: str, x: ArrayLike) -> NDArray[Any]:
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        raise InvalidArgumentError(f"{arg}: must have at least one dimension")
+    return arr
+
+
+def _check_out(out: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> NDArray[Any]:
+    if not isinstance(out, np.ndarray):
+        raise InvalidArgumentError(f"out: must be a NumPy array, got {type(out).__name__}")
+    if out.shape != shape:
+        raise InvalidArgumentError(f"out: has shape {out.shape}, expected {shape}")
+    if out.dtype.newbyteorder("=") != dtype:
+        raise DTypeError(f"out: has dtype {out.dtype}, expected {dtype}")
+    if not out.flags.writeable:
+        raise InvalidArgumentError("out: is read-only")
+    return out
+
+
+def _rows_transform(
+    arr: NDArray[Any],
+    axis: int,
+    out: NDArray[Any] | None,
+    out_dtype: np.dtype[Any],
+    kernel: Callable[[NDArray[Any], NDArray[Any]], None],
+    inplace_kernel: Callable[[NDArray[Any]], None] | None,
+) -> NDArray[Any]:
+    """Runs ``kernel(src_rows, dst_rows)`` over the rows along ``axis`` and handles
+    layout, dtype and ``out`` (which may alias the input in any way)."""
+    n = arr.shape[axis]
+    cdt = np.dtype(np.float64) if out_dtype.itemsize == 8 else np.dtype(np.float32)
+    moved = np.moveaxis(arr, axis, -1)
+    if out is not None:
+        out_moved = np.moveaxis(out, axis, -1)
+        # In place on a C-contiguous row layout: no copy at all.
+        if (
+            inplace_kernel is not None
+            and out_moved.dtype == cdt
+            and out_moved.flags.c_contiguous
+            and out is arr
+        ):
+            inplace_kernel(out_moved.reshape(-1, n))
+            return out
+    src = np.ascontiguousarray(moved, dtype=cdt).reshape(-1, n)
+    if (
+        out is not None
+        and out_moved.dtype == cdt
+        and out_moved.flags.c_contiguous
+        and not np.shares_memory(out, src)
+    ):
+        kernel(src, out_moved.reshape(-1, n))
+        return out
+    res = np.empty(src.shape, dtype=cdt)
+    kernel(src, res)
+    res_moved = res.reshape(moved.shape)
+    if out is not None:
+        np.copyto(out_moved, res_moved, casting="unsafe")
+        return out
+    result = np.moveaxis(res_moved.astype(out_dtype, copy=False), -1, axis)
+    return np.ascontiguousarray(result)
+
+
+def _fwht_impl(
+    x: ArrayLike,
+    axis: int,
+    normalized: bool,
+    inverse: bool,
+    out: NDArray[Any] | None,
+    num_threads: int | None,
+) -> NDArray[Any]:
+    arr = _as_input("x", x)
+    ax = _normalize_axis(axis, arr.ndim)
+    _check_size("x", arr.shape[ax])
+    cdt = _compute_dtype("x", arr.dtype)
+    out_dtype = np.dtype(arr.dtype.newbyteorder("="))
+    if out is not None:
+        out = _check_out(out, arr.shape, out_dtype)
+    f32 = cdt == np.float32
+    into = _core.hadamard_fwht_f32 if f32 else _core.hadamard_fwht_f64
+    inplace = _core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64
+
+    def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
+        into(src, dst, bool(normalized), inverse, num_threads)
+
+    def inplace_kernel(rows: NDArray[Any]) -> None:
+        inplace(rows, bool(normalized), inverse, num_threads)
+
+    return _rows_transform(arr, ax, out, out_dtype, kernel, inplace_kernel)
+
+
+def fwht(
+    x: ArrayLike,
+    *,
+    axis: int = -1,
+    normalized: bool = True,
+    out: NDArray[Any] | None = None,
+    num_threads: int | None = None,
+) -> NDArray[Any]:
+    """Fast Walsh-Hadamard transform along one axis.
+
+    Computes ``x @ H_n`` along ``axis`` (``H_n`` as returned by :func:`hadamard_matrix`),
+    divided by ``sqrt(n)`` when ``normalized`` (then the transform is orthogonal). For
+    ``n = 2**k`` this equals ``x @ scipy.linalg.hadamard(n)`` (Sylvester, natural order),
+    which is symmetric, so applying the unnormalized transform twice gives ``n * x``.
+
+    Parameters
+    ----------
+    x : array_like, float16, float32 or float64, shape ``(..., n, ...)``
+        Any rank and strides; ``n = x.shape[axis]`` must be a supported size.
+    axis : int
+        The axis to transform (negative counts from the end).
+    normalized : bool
+        Scale by ``1/sqrt(n)`` (default) or not at all.
+    out : ndarray, optional
+        Array of ``x``'s shape and dtype to write into; may be ``x`` itself (in place) or
+        overlap it in any way (the result is computed before it is written).
+    num_threads : int, optional
+        Rayon threads (default: all cores, or ``RAYON_NUM_THREADS``).
+
+    Returns
+    -------
+    ndarray
+        Same shape and dtype as ``x`` (``out`` when given). float16 is computed in float32
+        and the scale applied before the cast back, so it overflows only where the result
+        itself is not representable. NaN and inf propagate as IEEE arithmetic says.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Unsupported ``n`` (the message lists the nearest supported sizes), ``axis`` out of
+        range, a 0-d input, ``out`` of the wrong shape or read-only.
+    DTypeError
+        Integer, boolean, complex or object input, or ``out`` of another dtype.
+    """
+    return _fwht_impl(x, axis, normalized, False, out, num_threads)
+
+
+def ifwht(
+    y: ArrayLike,
+    *,
+    axis: int = -1,
+    normalized: bool = True,
+    out: NDArray[Any] | None = None,
+    num_threads: int | None = None,
+) -> NDArray[Any]:
+    """Inverse of :func:`fwht` with the same ``normalized``: ``y @ H_n.T`` divided by
+    ``sqrt(n)`` (normalized) or ``n`` (unnormalized).
+
+    ``H_n.T`` differs from ``H_n`` when ``H_K`` is not symmetric (``K > 1``), so this is
+    also the adjoint (backward pass) of the normalized transform. Parameters, returns and
+    errors as for :func:`fwht`.
+    """
+    return _fwht_impl(y, axis, normalized, True, out, num_threads)
+
+
+def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
+    """The dense unnormalized ``(n, n)`` matrix ``H_n`` that ``fwht(x, normalized=False)``
+    applies as ``x @ H_n``: ``kron(H_K, H_{2**k})``, entries ``+1``/``-1``.
+
+    Parameters
+    ----------
+    n : int
+        A supported size, at most 32768.
+    dtype : dtype
+        Output dtype (any NumPy numeric dtype; default float64).
+
+    Returns
+    -------
+    ndarray of shape ``(n, n)``
+        With ``H_n @ H_n.T == n * I``. For a power of two it equals
+        ``scipy.linalg.hadamard(n)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Unsupported or too large ``n``.
+    """
+    _check_size("n", int(n))
+    h = _core.hadamard_matrix(int(n))
+    return np.asarray(h, dtype=dtype)
+
+
+def pad_to_supported(
+    x: ArrayLike, *, axis: int = -1, size: int | None = None
+) -> tuple[NDArray[Any], int]:
+    """Zero-pad ``x`` along ``axis`` to a supported size, explicitly.
+
+    Parameters
+    ----------
+    x : array_like
+        Any array with at least one dimension.
+    axis : int
+        The axis to pad.
+    size : int, optional
+        Target size (must be supported and ``>=`` the current one); default the smallest
+        supported size ``>= x.shape[axis]`` (:func:`next_supported_size`).
+
+    Returns
+    -------
+    (padded, n) : (ndarray, int)
+        A new array (``x`` is never modified; a copy even when no padding is needed) with
+        ``x`` in the leading ``x.shape[axis]`` positions and zeros after, and its new size
+        ``n``. Slice the first ``x.shape[axis]`` entries after an inverse transform to get
+        ``x`` back.
+    """
+    arr = _as_input("x", x)
+    ax = _normalize_axis(axis, arr.ndim)
+    cur = arr.shape[ax]
+    n = next_supported_size(cur) if size is None else int(size)
+    if n < cur:
+        raise InvalidArgumentError(f"size: {n} is smaller than the current length {cur}")
+    _check_size("size", n)
+    widths = [(0, 0)] * arr.ndim
+    widths[ax] = (0, n - cur)
+    return np.pad(arr, widths), n
+
+
+def _rotation_dtype(dtype: DTypeLike) -> np.dtype[Any]:
+    dt = np.dtype(dtype)
+    _compute_dtype("dtype", dt)
+    return dt
+
+
+class RandomizedHadamard:
+    """Randomized Hadamard rotation ``y = x D_1 H D_2 H ... D_B H / sqrt(g)**B``.
+
+    Signs first, then the Hadamard transform, ``blocks`` times, normalized so the map is
+    orthogonal (QuIP#/QuaRot-style incoherence processing; ``blocks = 2`` is the two-block
+    structured rotation of Zilca and Mendelson, arXiv 2604.23418). With ``group_size = g``
+    the transform ``H`` is block-diagonal: ``n / g`` independent ``H_g`` (the grouped
+    rotation used with microscaling FP4 formats); ``n`` itself then need not be supported.
+
+    The sign of coordinate ``i`` (0-based, global over ``0..n`` also when grouped) in block
+    ``b`` (0-based) is ``-1`` iff ``ordcore_core::rng::counter_sign_negative(seed, b, i)``:
+    the top bit of ``mix64(mix64(mix64(seed + G) ^ (b + G)) ^ (i + G))`` with
+    ``G = 0x9E3779B97F4A7C15`` and wrapping 64-bit arithmetic (``mix64`` the SplitMix64
+    finalizer). No global RNG state: the same ``(seed, n, blocks)`` gives identical signs
+    and outputs in every process and on every backend.
+
+    Parameters
+    ----------
+    n : int
+        Row length.
+    seed : int
+        In ``[0, 2**64)``.
+    blocks : int
+        Number of sign-and-transform rounds, 1 to 64.
+    group_size : int, optional
+        A supported size dividing ``n``.
+    dtype : float16, float32 (default) or float64
+        The dtype :meth:`forward` / :meth:`inverse` return (float16 computes in float32).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``blocks < 1``, ``group_size`` not dividing ``n`` or unsupported, ``n``
+        unsupported without a group size, ``seed`` out of range.
+    DTypeError
+        A non-float ``dtype``.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        *,
+        seed: int,
+        blocks: int = 1,
+        group_size: int | None = None,
+        dtype: DTypeLike = np.float32,
+    ) -> None:
+        if not 0 <= int(seed) < 2**64:
+            raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
+        if int(blocks) < 1:
+            raise InvalidArgumentError(f"blocks: must be at least 1, got {blocks}")
+        if int(n) < 1:
+            raise InvalidArgumentError(f"n: must be at least 1, got {n}")
+        if group_size is not None and int(group_size) < 1:
+            raise InvalidArgumentError(f"group_size: must be at least 1, got {group_size}")
+        if group_size is None:
+            _check_size("n", int(n))
+        elif int(n) % int(group_size) == 0:
+            _check_size("group_size", int(group_size))
+        self._dtype = _rotation_dtype(dtype)
+        self._core = _core.RandomizedHadamard(
+            int(n), int(seed), int(blocks), None if group_size is None else int(group_size)
+        )
+
+    @property
+    def n(self) -> int:
+        """Row length."""
+        return int(self._core.n)
+
+    @property
+    def seed(self) -> int:
+        """The seed of the signs."""
+        return int(self._core.seed)
+
+    @property
+    def blocks(self) -> int:
+        """Number of sign-and-transform rounds."""
+        return int(self._core.blocks)
+
+    @property
+    def group_size(self) -> int:
+        """The group size (``n`` when ungrouped)."""
+        return int(self._core.group_size)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The output dtype of :meth:`forward` and :meth:`inverse`."""
+        return self._dtype
+
+    def __repr__(self) -> str:
+        return (
+            f"RandomizedHadamard(n={self.n}, seed={self.seed}, blocks={self.blocks}, "
+            f"group_size={self.group_size}, dtype={self._dtype.name})"
+        )
+
+    def signs(self, block: int = 0) -> NDArray[np.float64]:
+        """The signs ``D_{block+1}`` as a float64 vector of ``+1.0``/``-1.0`` (length ``n``)."""
+        if not 0 <= int(block) < self.blocks:
+            raise InvalidArgumentError(f"block: must be in [0, {self.blocks}), got {block}")
+        return np.asarray(self._core.signs(int(block)))
+
+    def _apply(
+        self,
+        x: ArrayLike,
+        axis: int,
+        out: NDArray[Any] | None,
+        num_threads: int | None,
+        inverse: bool,
+    ) -> NDArray[Any]:
+        arr = _as_input("x", x)
+        _compute_dtype("x", arr.dtype)
+        ax = _normalize_axis(axis, arr.ndim)
+        if arr.shape[ax] != self.n:
+            raise InvalidArgumentError(
+                f"x: has length {arr.shape[ax]} along axis {axis}, the rotation {self.n}"
+            )
+        if out is not None:
+            out = _check_out(out, arr.shape, self._dtype)
+        f32 = self._dtype.itemsize <= 4
+        core = self._core
+        if inverse:
+            fn = core.inverse_f32 if f32 else core.inverse_f64
+        else:
+            fn = core.forward_f32 if f32 else core.forward_f64
+
+        def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
+            dst[...] = fn(src, num_threads)
+
+        return _rows_transform(arr, ax, out, self._dtype, kernel, None)
+
+    def forward(
+        self,
+        x: ArrayLike,
+        *,
+        axis: int = -1,
+        out: NDArray[Any] | None = None,
+        num_threads: int | None = None,
+    ) -> NDArray[Any]:
+        """Rotate ``x`` (float16/32/64, length ``n`` along ``axis``); returns
+        :attr:`dtype`. ``out`` as in :func:`fwht`. Raises as :func:`fwht` and
+        :class:`~ordcore.InvalidArgumentError` when the length is not ``n``."""
+        return self._apply(x, axis, out, num_threads, inverse=False)
+
+    def inverse(
+        self,
+        y: ArrayLike,
+        *,
+        axis: int = -1,
+        out: NDArray[Any] | None = None,
+        num_threads: int | None = None,
+    ) -> NDArray[Any]:
+        """Undo :meth:`forward` (apply the transpose rotation); as :meth:`forward`."""
+        return self._apply(y, axis, out, num_threads, inverse=True)
+
+    def matrix(self) -> NDArray[Any]:
+        """The dense ``(n, n)`` rotation ``R`` with ``forward(x) == x @ R`` (for tests),
+        computed in float64 and returned in :attr:`dtype`; orthogonal."""
+        eye = np.eye(self.n, dtype=np.float64)
+        return np.asarray(self._core.forward_f64(eye, None), dtype=self._dtype)
+
+
+def srht_indices(n: int, m: int, *, seed: int) -> NDArray[np.intp]:
+    """The ``m`` coordinates (ascending) that :func:`srht` keeps out of ``n``.
+
+    A partial Fisher-Yates shuffle of ``0..n``: step ``t < m`` swaps position ``t`` with
+    ``t + floor(u_t * (n - t) / 2**64)``, ``u_t = counter_u64(seed, 0x5352485453414D50, t)``
+    (stream "SRHTSAMP"); the first ``m`` positions, sorted. Uniform without replacement up
+    to a bias below ``n / 2**64``.
+    """
+    if not 0 <= int(seed) < 2**64:
+        raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
+    return np.asarray(_core.hadamard_srht_indices(int(n), int(m), int(seed)), dtype=np.intp)
+
+
+def srht(
+    x: ArrayLike,
+    m: int,
+    *,
+    seed: int,
+    axis: int = -1,
+    num_threads: int | None = None,
+) -> NDArray[Any]:
+    """Subsampled randomized Hadamard transform (Ailon and Chazelle, "The fast
+    Johnson-Lindenstrauss transform", STOC 2006 / SICOMP 2009).
+
+    Projects every length-``n`` vector along ``axis`` to ``m`` dimensions::
+
+        y = sqrt(n / m) * R(x)[S] = (x * s) @ H_n[:, S] / sqrt(m)
+
+    with ``R = RandomizedHadamard(n, seed=seed, blocks=1)`` (signs ``s`` of block 0) and
+    ``S = srht_indices(n, m, seed=seed)``: ``m`` coordinates drawn uniformly without
+    replacement from the counter-based generator, in ascending order. Every coordinate
+    of ``R(x)`` is kept with probability ``m / n``, so ``E ||y||**2 = ||x||**2`` exactly
+    (over the sample, for any signs). It is a projection: there is no inverse.
+
+    Parameters
+    ----------
+    x : array_like, float16/32/64
+        ``n = x.shape[axis]`` must be a supported size (pad with :func:`pad_to_supported`).
+    m : int
+        Output dimension, ``1 <= m <= n``.
+    seed : int
+        In ``[0, 2**64)``; determines both the signs and the sample.
+
+    Returns
+    -------
+    ndarray
+        ``x``'s shape with ``axis`` of length ``m``, ``x``'s dtype.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``m > n`` or ``m < 1``, unsupported ``n``, bad ``axis`` or ``seed``.
+    DTypeError
+        Non-float input.
+    """
+    arr = _as_input("x", x)
+    ax = _normalize_axis(axis, arr.ndim)
+    n = arr.shape[ax]
+    cdt = _compute_dtype("x", arr.dtype)
+    if not 1 <= int(m) <= n:
+        raise InvalidArgumentError(f"m: must be between 1 and the input length n = {n}, got {m}")
+    _check_size("x", n)
+    if not 0 <= int(seed) < 2**64:
+        raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
+    moved = np.moveaxis(arr, ax, -1)
+    src = np.ascontiguousarray(moved, dtype=cdt).reshape(-1, n)
+    fn = _core.hadamard_srht_f32 if cdt == np.float32 else _core.hadamard_srht_f64
+    res = np.asarray(fn(src, int(m), int(seed), num_threads))
+    res = res.reshape(moved.shape[:-1] + (int(m),)).astype(arr.dtype.newbyteorder("="), copy=False)
+    return np.ascontiguousarray(np.moveaxis(res, -1, ax))

@@ -1,7 +1,317 @@
-//! Bindings for ordcore_core::hadamard.
+//! Bindings for ordcore_core::hadamard. The Python module `ordcore.hadamard` moves the
+//! transform axis last, makes the rows C-contiguous in float32 or float64 and calls these.
 
+use numpy::{
+    Element, IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2,
+    PyUntypedArrayMethods,
+};
+use ordcore_core::hadamard as core;
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use crate::errors::invalid;
+use crate::runtime::run;
+
+fn contiguous<'a, T: numpy::Element>(
+    arg: &str,
+    a: &'a PyReadonlyArray2<'_, T>,
+) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| invalid(arg, "must be C-contiguous"))
+}
+
+macro_rules! fwht_bindings {
+    ($t:ty, $fwht:ident, $fwht_inplace:ident, $srht:ident) => {
+        /// Transform of every row of a C-contiguous (rows, n) array `x` written into the
+        /// C-contiguous array `out` of the same shape (which must not overlap `x`).
+        #[pyfunction]
+        #[pyo3(signature = (x, out, normalized, inverse, num_threads=None))]
+        fn $fwht(
+            py: Python<'_>,
+            x: PyReadonlyArray2<'_, $t>,
+            mut out: PyReadwriteArray2<'_, $t>,
+            normalized: bool,
+            inverse: bool,
+            num_threads: Option<usize>,
+        ) -> PyResult<()> {
+            let n = x.shape()[1];
+            if out.shape() != x.shape() {
+                return Err(invalid(
+                    "out",
+                    format!("has shape {:?}, expected {:?}", out.shape(), x.shape()),
+                ));
+            }
+            let src = contiguous("x", &x)?;
+            let dst = out
+                .as_slice_mut()
+                .map_err(|_| invalid("out", "must be C-contiguous"))?;
+            run(py, num_threads, move || {
+                core::fwht_into(src, dst, n, normalized, inverse)
+            })
+        }
+
+        /// In-place transform of every row of a C-contiguous (rows, n) array.
+        #[pyfunction]
+        #[pyo3(signature = (x, normalized, inverse, num_threads=None))]
+        fn $fwht_inplace(
+            py: Python<'_>,
+            mut x: PyReadwriteArray2<'_, $t>,
+            normalized: bool,
+            inverse: bool,
+            num_threads: Option<usize>,
+        ) -> PyResult<()> {
+            let n = x.shape()[1];
+            let rows = x
+                .as_slice_mut()
+                .map_err(|_| invalid("x", "must be C-contiguous"))?;
+            run(py, num_threads, move || {
+                core::fwht_inplace(rows, n, normalized, inverse)
+            })
+        }
+
+        /// Subsampled randomized Hadamard transform of every row: (rows, n) -> (rows, m).
+        #[pyfunction]
+        #[pyo3(signature = (x, m, seed, num_threads=None))]
+        fn $srht<'py>(
+            py: Python<'py>,
+            x: PyReadonlyArray2<'py, $t>,
+            m: usize,
+            seed: u64,
+            num_threads: Option<usize>,
+        ) -> PyResult<Bound<'py, PyArray2<$t>>> {
+            let (rows, n) = (x.shape()[0], x.shape()[1]);
+            let src = contiguous("x", &x)?;
+            if m == 0 || m > n {
+                return Err(invalid(
+                    "m",
+                    format!("must be between 1 and the input length n = {n}, got {m}"),
+                ));
+            }
+            let out = PyArray2::<$t>::zeros(py, [rows, m], false);
+            {
+                let mut rw = out.readwrite();
+                let dst = rw
+                    .as_slice_mut()
+                    .map_err(|_| invalid("out", "not contiguous"))?;
+                run(py, num_threads, move || core::srht(src, n, m, seed, dst))?;
+            }
+            Ok(out)
+        }
+    };
+}
+
+fwht_bindings!(
+    f32,
+    hadamard_fwht_f32,
+    hadamard_fwht_inplace_f32,
+    hadamard_srht_f32
+);
+fwht_bindings!(
+    f64,
+    hadamard_fwht_f64,
+    hadamard_fwht_inplace_f64,
+    hadamard_srht_f64
+);
+
+/// The dense unnormalized H_n (int8) that the transform applies as `x @ H_n`.
+#[pyfunction]
+fn hadamard_matrix<'py>(py: Python<'py>, n: usize) -> PyResult<Bound<'py, PyArray2<i8>>> {
+    let h = run(py, Some(1), move || core::hadamard_matrix(n))?;
+    let flat = h.into_pyarray(py);
+    flat.reshape([n, n])
+}
+
+#[pyfunction]
+fn hadamard_is_supported_size(n: usize) -> bool {
+    core::is_supported_size(n)
+}
+
+#[pyfunction]
+fn hadamard_next_supported_size(n: usize) -> usize {
+    core::next_supported_size(n)
+}
+
+#[pyfunction]
+fn hadamard_prev_supported_size(n: usize) -> Option<usize> {
+    core::prev_supported_size(n)
+}
+
+#[pyfunction]
+fn hadamard_decompose(n: usize) -> Option<(usize, usize)> {
+    core::decompose(n)
+}
+
+#[pyfunction]
+fn hadamard_supported_sizes(max_n: usize) -> Vec<usize> {
+    core::supported_sizes(max_n)
+}
+
+/// The message of the error raised for an unsupported size.
+#[pyfunction]
+fn hadamard_unsupported_size_message(arg: &str, n: usize) -> String {
+    let msg = core::unsupported_size_error("n", n).to_string();
+    format!("{arg}{}", msg.strip_prefix('n').unwrap_or(&msg))
+}
+
+#[pyfunction]
+fn hadamard_srht_indices<'py>(
+    py: Python<'py>,
+    n: usize,
+    m: usize,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray1<usize>>> {
+    let idx = run(py, Some(1), move || core::srht_indices(n, m, seed))?;
+    Ok(idx.into_pyarray(py))
+}
+
+/// The core of `ordcore.hadamard.RandomizedHadamard` (see there).
+#[pyclass(frozen, module = "ordcore._core")]
+struct RandomizedHadamard {
+    inner: core::RandomizedHadamard,
+}
+
+type IntoFn<T> = fn(&core::RandomizedHadamard, &[T], &mut [T]) -> ordcore_core::Result<()>;
+
+fn rotate<'py, T: Element + Send + Sync>(
+    inner: &core::RandomizedHadamard,
+    py: Python<'py>,
+    x: PyReadonlyArray2<'py, T>,
+    num_threads: Option<usize>,
+    f: IntoFn<T>,
+) -> PyResult<Bound<'py, PyArray2<T>>> {
+    let (rows, n) = (x.shape()[0], x.shape()[1]);
+    if n != inner.n() {
+        return Err(invalid(
+            "x",
+            format!("rows have length {n}, the rotation {}", inner.n()),
+        ));
+    }
+    let src = contiguous("x", &x)?;
+    let out = PyArray2::<T>::zeros(py, [rows, n], false);
+    {
+        let mut rw = out.readwrite();
+        let dst = rw
+            .as_slice_mut()
+            .map_err(|_| invalid("out", "not contiguous"))?;
+        run(py, num_threads, move || f(inner, src, dst))?;
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl RandomizedHadamard {
+    #[new]
+    #[pyo3(signature = (n, seed, blocks, group_size=None))]
+    fn new(n: usize, seed: u64, blocks: usize, group_size: Option<usize>) -> PyResult<Self> {
+        core::RandomizedHadamard::new(n, seed, blocks, group_size)
+            .map(|inner| RandomizedHadamard { inner })
+            .map_err(crate::errors::to_pyerr)
+    }
+
+    #[getter]
+    fn n(&self) -> usize {
+        self.inner.n()
+    }
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.inner.seed()
+    }
+    #[getter]
+    fn blocks(&self) -> usize {
+        self.inner.blocks()
+    }
+    #[getter]
+    fn group_size(&self) -> usize {
+        self.inner.group_size()
+    }
+
+    /// The signs (+1.0 / -1.0, float64, length n) of block `b`.
+    fn signs<'py>(&self, py: Python<'py>, b: usize) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        if b >= self.inner.blocks() {
+            return Err(invalid(
+                "b",
+                format!("must be below blocks = {}", self.inner.blocks()),
+            ));
+        }
+        Ok(PyArray1::from_slice(py, self.inner.signs(b)))
+    }
+
+    #[pyo3(signature = (x, num_threads=None))]
+    fn forward_f32<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        rotate(
+            &self.inner,
+            py,
+            x,
+            num_threads,
+            core::RandomizedHadamard::forward_into_f32,
+        )
+    }
+    #[pyo3(signature = (x, num_threads=None))]
+    fn inverse_f32<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f32>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        rotate(
+            &self.inner,
+            py,
+            x,
+            num_threads,
+            core::RandomizedHadamard::inverse_into_f32,
+        )
+    }
+    #[pyo3(signature = (x, num_threads=None))]
+    fn forward_f64<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        rotate(
+            &self.inner,
+            py,
+            x,
+            num_threads,
+            core::RandomizedHadamard::forward_into_f64,
+        )
+    }
+    #[pyo3(signature = (x, num_threads=None))]
+    fn inverse_f64<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        num_threads: Option<usize>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        rotate(
+            &self.inner,
+            py,
+            x,
+            num_threads,
+            core::RandomizedHadamard::inverse_into_f64,
+        )
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(hadamard_fwht_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_fwht_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_fwht_inplace_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_fwht_inplace_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_srht_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_srht_f64, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_srht_indices, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_is_supported_size, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_next_supported_size, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_prev_supported_size, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_decompose, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_supported_sizes, m)?)?;
+    m.add_function(wrap_pyfunction!(hadamard_unsupported_size_message, m)?)?;
+    m.add_class::<RandomizedHadamard>()?;
     Ok(())
 }

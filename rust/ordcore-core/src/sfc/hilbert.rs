@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::morton::{gather, Spreader};
-use super::{check_width, decode_rows, encode_rows, Coord};
+use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
 use crate::Result;
 
 /// Skilling's `AxesToTranspose` followed by the bit interleave, for one point.
@@ -212,8 +212,8 @@ impl Table {
             let s = states[k];
             for v in 0..(1u8 << d) {
                 let (_, nx) = s.encode_level(d, v);
-                if !ids.contains_key(&nx) {
-                    ids.insert(nx, states.len());
+                if let std::collections::hash_map::Entry::Vacant(e) = ids.entry(nx) {
+                    e.insert(states.len());
                     states.push(nx);
                 }
             }
@@ -274,7 +274,7 @@ impl Table {
         static T3: OnceLock<Table> = OnceLock::new();
         match d {
             2 => T2.get_or_init(|| Table::build(2, 4)),
-            3 => T3.get_or_init(|| Table::build(3, 2)),
+            3 => T3.get_or_init(|| Table::build(3, 3)),
             _ => panic!("no Hilbert table for D = {d}"),
         }
     }
@@ -321,8 +321,8 @@ impl Table {
         if r != 0 {
             shift -= r;
             let m = (1u64 << r) - 1;
-            let idx = (state << (2 * r))
-                | ((((x0 >> shift) & m) << r) | ((x1 >> shift) & m)) as usize;
+            let idx =
+                (state << (2 * r)) | ((((x0 >> shift) & m) << r) | ((x1 >> shift) & m)) as usize;
             let e = self.enc[r as usize - 1][idx];
             h = (e >> STATE_BITS) as u64;
             state = (e & STATE_MASK) as usize;
@@ -332,6 +332,38 @@ impl Table {
             let idx = (state << 8) | ((((x0 >> shift) & 15) << 4) | ((x1 >> shift) & 15)) as usize;
             let e = tab[idx];
             h = (h << 8) | (e >> STATE_BITS) as u64;
+            state = (e & STATE_MASK) as usize;
+        }
+        h
+    }
+
+    /// 3-D specialization of [`Table::encode`] (`L = 3` levels per lookup).
+    #[inline(always)]
+    fn encode3(&self, x0: u64, x1: u64, x2: u64, nbits: u32) -> u64 {
+        const K: u32 = 3;
+        let tab = &self.enc[K as usize - 1];
+        let mut shift = nbits;
+        let mut state = 0usize;
+        let mut h = 0u64;
+        let r = nbits % K;
+        if r != 0 {
+            shift -= r;
+            let m = (1u64 << r) - 1;
+            let idx = (state << (3 * r))
+                | ((((x0 >> shift) & m) << (2 * r))
+                    | (((x1 >> shift) & m) << r)
+                    | ((x2 >> shift) & m)) as usize;
+            let e = self.enc[r as usize - 1][idx];
+            h = (e >> STATE_BITS) as u64;
+            state = (e & STATE_MASK) as usize;
+        }
+        while shift > 0 {
+            shift -= K;
+            let idx = (state << 9)
+                | ((((x0 >> shift) & 7) << 6) | (((x1 >> shift) & 7) << 3) | ((x2 >> shift) & 7))
+                    as usize;
+            let e = tab[idx];
+            h = (h << 9) | (e >> STATE_BITS) as u64;
             state = (e & STATE_MASK) as usize;
         }
         h
@@ -348,7 +380,8 @@ impl Table {
             *o = 0;
         }
         let step = |k: u32, shift: u32, state: &mut u16, out: &mut [u64]| {
-            let idx = ((*state as usize) << (d * k)) | ((h >> (shift * d)) & ((1 << (d * k)) - 1)) as usize;
+            let idx = ((*state as usize) << (d * k))
+                | ((h >> (shift * d)) & ((1 << (d * k)) - 1)) as usize;
             let e = self.dec[k as usize - 1][idx];
             let c = (e >> STATE_BITS) as u64;
             let m = (1u64 << k) - 1;
@@ -377,14 +410,14 @@ pub fn encode<T: Coord>(coords: &[T], ndim: usize, nbits: i64) -> Result<Vec<u64
     match ndim {
         2 => {
             let t = Table::get(2);
-            encode_rows(coords, 2, nbits, move |r| {
-                t.encode2(r[0].to_u64(), r[1].to_u64(), nbits)
+            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y]: [u64; 2]| t.encode2(x, y, nbits))
             })
         }
         3 => {
             let t = Table::get(3);
-            encode_rows(coords, 3, nbits, move |r| {
-                t.encode(&[r[0].to_u64(), r[1].to_u64(), r[2].to_u64()], nbits)
+            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y, z]: [u64; 3]| t.encode3(x, y, z, nbits))
             })
         }
         _ => encode_generic(coords, ndim, nbits),
@@ -415,7 +448,9 @@ pub fn decode<T: Coord>(index: &[T], nbits: i64, ndim: usize) -> Result<Vec<u64>
     match ndim {
         2 | 3 => {
             let t = Table::get(ndim);
-            decode_rows(index, ndim, total, "index", move |h, o| t.decode(h, o, nbits))
+            decode_rows(index, ndim, total, "index", move |h, o| {
+                t.decode(h, o, nbits)
+            })
         }
         _ => decode_generic(index, nbits, ndim),
     }
@@ -424,7 +459,9 @@ pub fn decode<T: Coord>(index: &[T], nbits: i64, ndim: usize) -> Result<Vec<u64>
 /// [`decode`] by the generic loop for every `D`.
 pub fn decode_generic<T: Coord>(index: &[T], nbits: u32, ndim: usize) -> Result<Vec<u64>> {
     let total = nbits * ndim as u32;
-    decode_rows(index, ndim, total, "index", move |h, o| decode_point(h, o, nbits))
+    decode_rows(index, ndim, total, "index", move |h, o| {
+        decode_point(h, o, nbits)
+    })
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ pub mod morton;
 pub mod scan;
 pub mod serialize;
 
+use std::mem::MaybeUninit;
+
 use rayon::prelude::*;
 
 use crate::{Error, Result};
@@ -148,10 +150,77 @@ where
                      [0, 2^{nbits}) = [0, {}] for nbits = {nbits}; row {row} is [{}]",
                     vals[col].describe(),
                     limit,
-                    vals.iter().map(|v| v.describe()).collect::<Vec<_>>().join(", ")
+                    vals.iter()
+                        .map(|v| v.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
             ))
         }
+    }
+}
+
+/// One chunk of a fixed-dimension encoding loop: writes `kernel(row)` for every row and
+/// returns the OR of all values (for the range check). `#[inline(always)]` so that it is
+/// compiled inside whatever `#[target_feature]` function calls it.
+#[inline(always)]
+pub(crate) fn chunk_loop<T, const D: usize, K>(
+    out: &mut [MaybeUninit<u64>],
+    coords: &[T],
+    kernel: K,
+) -> u64
+where
+    T: Coord,
+    K: Fn([u64; D]) -> u64,
+{
+    let mut acc = 0u64;
+    for (slot, row) in out.iter_mut().zip(coords.chunks_exact(D)) {
+        let x: [u64; D] = std::array::from_fn(|i| row[i].to_u64());
+        for v in x {
+            acc |= v;
+        }
+        slot.write(kernel(x));
+    }
+    acc
+}
+
+/// [`encode_rows`] for a dimension known at compile time. `chunk` encodes one chunk of
+/// rows (usually [`chunk_loop`] with a kernel) and returns the OR of its values; the rows
+/// are validated from that OR, and the first bad row is located only on failure.
+pub(crate) fn encode_rows_const<T, const D: usize, C>(
+    coords: &[T],
+    nbits: u32,
+    chunk: C,
+) -> Result<Vec<u64>>
+where
+    T: Coord,
+    C: Fn(&mut [MaybeUninit<u64>], &[T]) -> u64 + Sync,
+{
+    let n = coords.len() / D;
+    let limit = low_mask(nbits);
+    let mut out: Vec<u64> = Vec::with_capacity(n);
+    let spare = &mut out.spare_capacity_mut()[..n];
+    let work = |(o, c): (&mut [MaybeUninit<u64>], &[T])| chunk(o, c) & !limit != 0;
+    let bad = if n >= crate::PARALLEL_THRESHOLD {
+        spare
+            .par_chunks_mut(CHUNK)
+            .zip(coords.par_chunks(CHUNK * D))
+            .map(work)
+            .reduce(|| false, |a, b| a | b)
+    } else {
+        spare
+            .chunks_mut(CHUNK)
+            .zip(coords.chunks(CHUNK * D))
+            .map(work)
+            .fold(false, |a, b| a | b)
+    };
+    // SAFETY: `chunk` wrote every one of the n slots (chunk_loop writes one per row).
+    unsafe { out.set_len(n) };
+    if bad {
+        // Only on failure: the generic driver locates and reports the first bad row.
+        encode_rows(coords, D, nbits, |_| 0).map(|_| out)
+    } else {
+        Ok(out)
     }
 }
 

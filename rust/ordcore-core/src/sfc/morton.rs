@@ -6,7 +6,7 @@
 //! most significant, as in Point Transformer V3 / O-CNN's `xyz2key`). 2-D and 3-D use
 //! branch-free magic-number spreads; other `D` use a byte table.
 
-use super::{check_width, decode_rows, encode_rows, Coord};
+use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
 use crate::Result;
 
 /// Where coordinate 0 goes inside each `D`-bit group of a Morton code.
@@ -119,22 +119,69 @@ pub fn encode<T: Coord>(
     nbits: i64,
     order: AxisOrder,
 ) -> Result<Vec<u64>> {
+    encode_with(coords, ndim, nbits, order, has_bmi2())
+}
+
+/// Whether the BMI2 `pdep` kernels can run on this CPU.
+fn has_bmi2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("bmi2")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`encode`] with the kernel choice explicit (`bmi2` is ignored off x86-64), so tests can
+/// run the portable magic-number kernels on any CPU.
+fn encode_with<T: Coord>(
+    coords: &[T],
+    ndim: usize,
+    nbits: i64,
+    order: AxisOrder,
+    bmi2: bool,
+) -> Result<Vec<u64>> {
     let nbits = check_width(ndim, nbits)?;
     let msb = order == AxisOrder::Msb;
+    let _ = bmi2;
     match ndim {
         1 => encode_rows(coords, 1, nbits, |r| r[0].to_u64()),
         2 => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            encode_rows(coords, 2, nbits, move |r| {
-                (part1by1(r[0].to_u64()) << s0) | (part1by1(r[1].to_u64()) << s1)
+            #[cfg(target_arch = "x86_64")]
+            if bmi2 {
+                let (m0, m1) = (
+                    0x5555_5555_5555_5555u64 << s0,
+                    0x5555_5555_5555_5555u64 << s1,
+                );
+                return encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
+                    unsafe { bmi2::chunk2(o, c, m0, m1) }
+                });
+            }
+            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y]: [u64; 2]| {
+                    (part1by1(x) << s0) | (part1by1(y) << s1)
+                })
             })
         }
         3 => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            encode_rows(coords, 3, nbits, move |r| {
-                (part1by2(r[0].to_u64()) << s0)
-                    | (part1by2(r[1].to_u64()) << 1)
-                    | (part1by2(r[2].to_u64()) << s2)
+            #[cfg(target_arch = "x86_64")]
+            if bmi2 {
+                let m = 0x1249_2492_4924_9249u64;
+                let ms = [m << s0, m << 1, m << s2];
+                return encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
+                    unsafe { bmi2::chunk3(o, c, ms) }
+                });
+            }
+            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
+                chunk_loop(o, c, |[x, y, z]: [u64; 3]| {
+                    (part1by2(x) << s0) | (part1by2(y) << 1) | (part1by2(z) << s2)
+                })
             })
         }
         _ => {
@@ -153,7 +200,12 @@ pub fn encode<T: Coord>(
 
 /// Inverse of [`encode`]: a row-major `(n, ndim)` array of coordinates. Fails when a code
 /// is `>= 2^(ndim * nbits)` (the error names the first offending row).
-pub fn decode<T: Coord>(codes: &[T], nbits: i64, ndim: usize, order: AxisOrder) -> Result<Vec<u64>> {
+pub fn decode<T: Coord>(
+    codes: &[T],
+    nbits: i64,
+    ndim: usize,
+    order: AxisOrder,
+) -> Result<Vec<u64>> {
     let nbits = check_width(ndim, nbits)?;
     let total = nbits * ndim as u32;
     let msb = order == AxisOrder::Msb;
@@ -183,6 +235,39 @@ pub fn decode<T: Coord>(codes: &[T], nbits: i64, ndim: usize, order: AxisOrder) 
     }
 }
 
+/// BMI2 `pdep` kernels (one instruction per coordinate), used when the CPU has BMI2.
+/// Masks are range-checked by the caller's OR-reduction, so masking away high bits of
+/// invalid values is harmless.
+#[cfg(target_arch = "x86_64")]
+mod bmi2 {
+    use super::{chunk_loop, Coord};
+    use std::arch::x86_64::_pdep_u64;
+    use std::mem::MaybeUninit;
+
+    #[target_feature(enable = "bmi2")]
+    pub(super) unsafe fn chunk2<T: Coord>(
+        out: &mut [MaybeUninit<u64>],
+        coords: &[T],
+        m0: u64,
+        m1: u64,
+    ) -> u64 {
+        chunk_loop(out, coords, |[x, y]: [u64; 2]| {
+            _pdep_u64(x, m0) | _pdep_u64(y, m1)
+        })
+    }
+
+    #[target_feature(enable = "bmi2")]
+    pub(super) unsafe fn chunk3<T: Coord>(
+        out: &mut [MaybeUninit<u64>],
+        coords: &[T],
+        m: [u64; 3],
+    ) -> u64 {
+        chunk_loop(out, coords, |[x, y, z]: [u64; 3]| {
+            _pdep_u64(x, m[0]) | _pdep_u64(y, m[1]) | _pdep_u64(z, m[2])
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,7 +278,11 @@ mod tests {
         let mut code = 0u64;
         for b in 0..nbits as usize {
             for (i, &v) in row.iter().enumerate() {
-                let pos = if order == AxisOrder::Msb { d - 1 - i } else { i };
+                let pos = if order == AxisOrder::Msb {
+                    d - 1 - i
+                } else {
+                    i
+                };
                 code |= ((v >> b) & 1) << (b * d + pos);
             }
         }
@@ -215,8 +304,13 @@ mod tests {
     #[test]
     fn large_widths_do_not_collide() {
         // S1: (65536, 0) with nbits 21 is bit 16 of x -> bit 32 of the code.
-        let c = encode(&[65536u64, 0, (1 << 20) - 1, (1 << 16) - 1], 2, 21, AxisOrder::Lsb)
-            .unwrap();
+        let c = encode(
+            &[65536u64, 0, (1 << 20) - 1, (1 << 16) - 1],
+            2,
+            21,
+            AxisOrder::Lsb,
+        )
+        .unwrap();
         assert_eq!(c[0], 1 << 32);
         assert_ne!(c[0], c[1]);
     }
@@ -245,6 +339,8 @@ mod tests {
                 for (r, &c) in rows.chunks(ndim).zip(&codes) {
                     prop_assert_eq!(c, naive(r, nbits, order));
                 }
+                let portable = encode_with(&rows, ndim, nbits as i64, order, false).unwrap();
+                prop_assert_eq!(&portable, &codes);
                 let back = decode(&codes, nbits as i64, ndim, order).unwrap();
                 prop_assert_eq!(back, rows);
             }

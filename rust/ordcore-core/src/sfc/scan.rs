@@ -93,6 +93,11 @@ pub fn scan_order(height: i64, width: i64, kind: ScanKind) -> Result<Vec<i64>> {
         }
         ScanKind::Hilbert => gilbert(w, h, |x, y| out.push(y * w + x)),
         ScanKind::Morton => {
+            ensure!(
+                h <= 1 << 32 && w <= 1 << 32,
+                "height",
+                "morton scan needs height and width <= 2^32, got {h} x {w}"
+            );
             let mut keyed: Vec<(u64, i64)> = (0..n)
                 .map(|i| {
                     let (r, c) = ((i / w) as u64, (i % w) as u64);
@@ -148,8 +153,10 @@ fn half(v: i64) -> i64 {
 /// stack, so no size can overflow the call stack, and there is no iteration cap.
 ///
 /// It starts at `(0, 0)` and runs along the longer side first. All steps are between
-/// 4-neighbours except at most one diagonal step, which happens only when the rectangle
-/// forces it (for example a longer side of odd length with a shorter side of even length).
+/// 4-neighbours except one diagonal step when the longer side is odd and the shorter side
+/// even and greater than 2: the path then ends at the far corner `(L-1, 0)`, which has the
+/// colour of `(0, 0)` in the grid's checkerboard colouring while an even number of cells
+/// needs ends of different colours. (A 2-wide strip ends at `(L-2, 0)` instead.)
 pub fn gilbert(width: i64, height: i64, mut visit: impl FnMut(i64, i64)) {
     // A frame is (x, y, ax, ay, bx, by): origin, major axis vector, minor axis vector.
     let mut stack: Vec<[i64; 6]> = Vec::with_capacity(64);
@@ -247,7 +254,16 @@ mod tests {
 
     #[test]
     fn every_kind_is_a_permutation() {
-        for (h, w) in [(1, 1), (1, 9), (9, 1), (2, 3), (7, 5), (13, 17), (14, 14), (16, 16)] {
+        for (h, w) in [
+            (1, 1),
+            (1, 9),
+            (9, 1),
+            (2, 3),
+            (7, 5),
+            (13, 17),
+            (14, 14),
+            (16, 16),
+        ] {
             for k in KINDS {
                 let p = scan_order(h, w, k).unwrap();
                 let q = inverse_permutation(&p).unwrap();
@@ -258,8 +274,14 @@ mod tests {
 
     #[test]
     fn small_examples() {
-        assert_eq!(scan_order(2, 3, ScanKind::Snake).unwrap(), [0, 1, 2, 5, 4, 3]);
-        assert_eq!(scan_order(2, 3, ScanKind::Column).unwrap(), [0, 3, 1, 4, 2, 5]);
+        assert_eq!(
+            scan_order(2, 3, ScanKind::Snake).unwrap(),
+            [0, 1, 2, 5, 4, 3]
+        );
+        assert_eq!(
+            scan_order(2, 3, ScanKind::Column).unwrap(),
+            [0, 3, 1, 4, 2, 5]
+        );
         assert_eq!(
             scan_order(3, 3, ScanKind::Spiral).unwrap(),
             [0, 1, 2, 5, 8, 7, 6, 3, 4]

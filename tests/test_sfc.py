@@ -1,0 +1,554 @@
+"""ordcore.sfc: Hilbert and Morton codes against their peers, scan orders, serialization."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ordcore
+from ordcore import sfc
+from ordcore.errors import DTypeError, InvalidArgumentError
+
+hilbertcurve = pytest.importorskip("hilbertcurve.hilbertcurve")
+pymorton = pytest.importorskip("pymorton")
+
+INT_DTYPES = [np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64]
+
+
+def _random_points(rng: np.random.Generator, n: int, d: int, nbits: int) -> np.ndarray:
+    hi = np.uint64((1 << nbits) - 1) if nbits < 64 else np.uint64(2**64 - 1)
+    raw = rng.integers(0, 2**63, size=(n, d), dtype=np.uint64) * np.uint64(2)
+    raw |= rng.integers(0, 2, size=(n, d), dtype=np.uint64)
+    return raw & hi
+
+
+# --- Hilbert against hilbertcurve -------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", range(2, 9))
+def test_hilbert_matches_hilbertcurve_every_width(d: int) -> None:
+    rng = np.random.default_rng(d)
+    for nbits in range(1, 64 // d + 1):
+        pts = _random_points(rng, 40, d, nbits)
+        # Include the corners, where orientation mistakes show first.
+        pts[0] = 0
+        pts[1] = (1 << nbits) - 1
+        hc = hilbertcurve.HilbertCurve(p=nbits, n=d)
+        want = hc.distances_from_points([[int(v) for v in row] for row in pts])
+        got = sfc.hilbert_encode(pts, nbits)
+        assert got.dtype == np.uint64 and got.shape == (40,)
+        assert [int(v) for v in got] == want, (d, nbits)
+        back = sfc.hilbert_decode(got, nbits, d)
+        assert np.array_equal(back, pts)
+        ref_pts = hc.points_from_distances(want[:5])
+        assert back[:5].tolist() == [list(map(int, p)) for p in ref_pts]
+
+
+def test_hilbert_1d_and_large_batches_use_all_paths() -> None:
+    # D = 1 (nbits up to 64) and a batch above the parallel threshold.
+    x = np.array([[0], [1], [2**63], [2**64 - 1]], dtype=np.uint64)
+    hc = hilbertcurve.HilbertCurve(p=64, n=1)
+    assert [int(v) for v in sfc.hilbert_encode(x, 64)] == hc.distances_from_points(x.tolist())
+    rng = np.random.default_rng(5)
+    for d, nbits in [(16, 4), (21, 3), (64, 1), (9, 7)]:  # the generic path at high D
+        pts = _random_points(rng, 10, d, nbits)
+        hc = hilbertcurve.HilbertCurve(p=nbits, n=d)
+        want = hc.distances_from_points(pts.tolist())
+        assert [int(v) for v in sfc.hilbert_encode(pts, nbits)] == want
+        assert np.array_equal(sfc.hilbert_decode(np.array(want, np.uint64), nbits, d), pts)
+    pts = _random_points(rng, 50_000, 2, 16)
+    single = sfc.hilbert_encode(pts, 16, num_threads=1)
+    multi = sfc.hilbert_encode(pts, 16)
+    assert np.array_equal(single, multi)
+    hc2 = hilbertcurve.HilbertCurve(p=16, n=2)
+    idx = rng.choice(len(pts), 300, replace=False)
+    assert [int(v) for v in single[idx]] == hc2.distances_from_points(pts[idx].tolist())
+
+
+def test_hilbert_order3_is_oeis_a163355() -> None:
+    # A163355 lists, for the cell with Z-order (Morton) number n, the Hilbert index of that
+    # cell: its n is read with the first axis in the high bit of each pair (A057300 swaps
+    # the two bits of every pair, i.e. transposes the grid). Our hilbert_encode matches it
+    # when n is decoded with axis0="msb" (equivalently axis0="lsb" with the axes swapped).
+    a163355 = [0, 1, 3, 2, 14, 15, 13, 12, 4, 7, 5, 6, 8, 11, 9, 10, 16, 19, 17, 18, 20, 21,
+               23, 22, 30, 29, 31, 28, 24, 25, 27, 26, 58, 57, 59, 56, 54, 53, 55, 52, 60, 61,
+               63, 62, 50, 51, 49, 48, 32, 35, 33, 34, 36, 37, 39, 38, 46, 45, 47, 44, 40, 41,
+               43, 42]  # fmt: skip
+    cells = sfc.morton_decode(np.arange(64), 3, 2, axis0="msb")
+    assert sfc.hilbert_encode(cells, 3).tolist() == a163355
+    swapped = sfc.morton_decode(np.arange(64), 3, 2)[:, ::-1]
+    assert sfc.hilbert_encode(swapped, 3).tolist() == a163355
+
+
+# --- Morton against pymorton ------------------------------------------------------------
+
+
+def test_morton_matches_pymorton_2d_3d() -> None:
+    rng = np.random.default_rng(1)
+    p2 = rng.integers(0, 2**16, size=(500, 2))
+    got = sfc.morton_encode(p2, 16)
+    assert [int(v) for v in got] == [pymorton.interleave2(int(x), int(y)) for x, y in p2]
+    p3 = rng.integers(0, 2**10, size=(500, 3))
+    got = sfc.morton_encode(p3, 10)
+    assert [int(v) for v in got] == [pymorton.interleave3(*map(int, r)) for r in p3]
+    assert np.array_equal(sfc.morton_decode(got, 10, 3), p3)
+
+
+def test_morton_msb_is_reversed_axes() -> None:
+    rng = np.random.default_rng(2)
+    for d in range(1, 9):
+        nbits = 64 // d
+        pts = _random_points(rng, 30, d, nbits)
+        msb = sfc.morton_encode(pts, nbits, axis0="msb")
+        lsb_rev = sfc.morton_encode(np.ascontiguousarray(pts[:, ::-1]), nbits)
+        assert np.array_equal(msb, lsb_rev)
+        assert np.array_equal(sfc.morton_decode(msb, nbits, d, axis0="msb"), pts)
+    # PTv3 / O-CNN xyz2key: x at bit 3i+2, y at 3i+1, z at 3i.
+    assert sfc.morton_encode([[1, 0, 0]], 4, axis0="msb")[0] == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    d=st.integers(1, 8),
+    data=st.data(),
+    curve=st.sampled_from(["hilbert", "morton"]),
+)
+def test_round_trips(d: int, data: st.DataObject, curve: str) -> None:
+    nbits = data.draw(st.integers(1, 64 // d))
+    rows = data.draw(
+        st.lists(
+            st.lists(st.integers(0, 2**nbits - 1), min_size=d, max_size=d),
+            min_size=0,
+            max_size=20,
+        )
+    )
+    pts = np.array(rows, dtype=np.uint64).reshape(len(rows), d)
+    if curve == "hilbert":
+        code = sfc.hilbert_encode(pts, nbits)
+        back = sfc.hilbert_decode(code, nbits, d)
+    else:
+        code = sfc.morton_encode(pts, nbits)
+        back = sfc.morton_decode(code, nbits, d)
+    assert code.shape == (len(rows),) and back.shape == (len(rows), d)
+    assert np.array_equal(back, pts)
+    assert len(set(code.tolist())) == len({tuple(r) for r in rows})
+
+
+# --- dtypes, layouts, errors ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_every_integer_dtype(dtype: type) -> None:
+    pts = np.array([[1, 2], [3, 0], [7, 7]], dtype=dtype)
+    want = sfc.hilbert_encode(pts.astype(np.uint64), 3)
+    assert np.array_equal(sfc.hilbert_encode(pts, 3), want)
+    assert np.array_equal(sfc.hilbert_decode(want.astype(dtype), 3, 2), pts)
+
+
+def test_non_contiguous_and_big_endian() -> None:
+    rng = np.random.default_rng(3)
+    pts = rng.integers(0, 2**10, size=(200, 6)).astype(np.int64)
+    view = pts[::2, ::3]  # (100, 2), strided both ways
+    want = sfc.hilbert_encode(np.ascontiguousarray(view), 10)
+    assert np.array_equal(sfc.hilbert_encode(view, 10), want)
+    assert np.array_equal(sfc.hilbert_encode(np.asfortranarray(view), 10), want)
+    big = view.astype(">u4")
+    assert np.array_equal(sfc.hilbert_encode(big, 10), want)
+    assert np.array_equal(sfc.morton_encode(big, 10), sfc.morton_encode(view, 10))
+    assert np.array_equal(sfc.hilbert_decode(want.astype(">u8"), 10, 2), view)
+    assert pts.flags.writeable and pts.dtype == np.int64  # input untouched
+
+
+def test_s1_morton_exact_at_every_width() -> None:
+    codes = sfc.morton_encode([[65536, 0], [2**20 - 1, 2**16 - 1], [0, 0]], 21)
+    assert int(codes[0]) == 1 << 32
+    assert len(set(codes.tolist())) == 3
+    # pymorton silently truncates beyond 16 bits; we do not.
+    rng = np.random.default_rng(4)
+    pts = rng.integers(0, 2**21, size=(2000, 2))
+    codes = sfc.morton_encode(pts, 21)
+    assert len(set(codes.tolist())) == len({tuple(r) for r in pts.tolist()})
+
+
+def test_s2_morton_round_trip_at_largest_widths() -> None:
+    c = sfc.morton_encode([[16, 16]], 32)
+    assert sfc.morton_decode(c, 32, 2).tolist() == [[16, 16]]
+    ones2 = np.array([[2**32 - 1, 2**32 - 1]], dtype=np.uint64)
+    c2 = sfc.morton_encode(ones2, 32)
+    assert int(c2[0]) == 2**64 - 1
+    assert np.array_equal(sfc.morton_decode(c2, 32, 2), ones2)
+    ones3 = np.array([[2**21 - 1] * 3], dtype=np.uint64)
+    c3 = sfc.morton_encode(ones3, 21)
+    assert int(c3[0]) == 2**63 - 1
+    assert np.array_equal(sfc.morton_decode(c3, 21, 3), ones3)
+
+
+def test_s3_width_limit_is_a_clear_value_error() -> None:
+    pts = np.zeros((2, 3), dtype=np.uint32)
+    with pytest.raises(ValueError, match=r"3 \* 22 = 66 exceeds the 64-bit limit") as e:
+        sfc.hilbert_encode(pts, 22)
+    assert isinstance(e.value, InvalidArgumentError) and "nbits" in str(e.value)
+    with pytest.raises(InvalidArgumentError, match="64-bit"):
+        sfc.morton_encode(pts, 22)
+    with pytest.raises(InvalidArgumentError, match="64-bit"):
+        sfc.hilbert_decode([0], 22, 3)
+    with pytest.raises(InvalidArgumentError, match="nbits: must be at least 1"):
+        sfc.hilbert_encode(pts, 0)
+
+
+def test_s4_out_of_range_names_the_row() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"row 0 .*value 8.*\[0, 2\^3\)"):
+        sfc.hilbert_encode([[8, 0]], 3)
+    with pytest.raises(InvalidArgumentError, match=r"row 2 .*value -1.*\[0, 2\^3\)"):
+        sfc.hilbert_encode(np.array([[0, 0], [1, 1], [-1, 0], [9, 9]], dtype=np.int8), 3)
+    with pytest.raises(InvalidArgumentError, match=r"row 1 "):
+        sfc.morton_encode([[0, 0], [0, 16]], 4)
+    # the first bad row is named even when it sits in a late parallel chunk
+    big = np.zeros((100_000, 2), dtype=np.int64)
+    big[77_777, 1] = 1 << 16
+    big[99_999, 0] = -5
+    with pytest.raises(InvalidArgumentError, match=r"row 77777 "):
+        sfc.hilbert_encode(big, 16)
+    with pytest.raises(InvalidArgumentError, match=r"row 77777 "):
+        sfc.morton_encode(big, 16)
+    with pytest.raises(InvalidArgumentError, match=r"index: row 1 "):
+        sfc.hilbert_decode([0, 64], 3, 2)
+    with pytest.raises(InvalidArgumentError, match=r"row 0 "):
+        sfc.hilbert_decode(np.array([-1], dtype=np.int64), 3, 2)
+
+
+def test_s5_shapes_are_never_squeezed() -> None:
+    one = sfc.hilbert_encode([[1, 2]], 2)
+    assert one.shape == (1,) and one.dtype == np.uint64
+    assert sfc.hilbert_decode(one, 2, 2).shape == (1, 2)
+    assert sfc.morton_decode([5], 2, 2).shape == (1, 2)
+    assert sfc.hilbert_encode(np.zeros((7, 2), np.int32), 2).shape == (7,)
+    # empty input -> empty output of the right shape and dtype
+    e = sfc.hilbert_encode(np.zeros((0, 3), np.int64), 5)
+    assert e.shape == (0,) and e.dtype == np.uint64
+    assert sfc.hilbert_decode(e, 5, 3).shape == (0, 3)
+    assert sfc.morton_encode(np.zeros((0, 2), np.uint8), 5).shape == (0,)
+    assert sfc.morton_decode([], 5, 2).shape == (0, 2)
+
+
+def test_s6_64_bit_boundary() -> None:
+    h = sfc.hilbert_encode(np.array([[2**32 - 1, 0]], dtype=np.uint64), 32)
+    assert h.dtype == np.uint64 and int(h[0]) == 2**64 - 1
+    assert sfc.hilbert_decode(h, 32, 2).tolist() == [[2**32 - 1, 0]]
+
+
+def test_s7_hilbertcurve_reference_points() -> None:
+    h = sfc.hilbert_encode([[999, 999, 999], [479, 724, 495]], 12)
+    assert h.tolist() == [766935405, 975605184]
+
+
+def test_s8_indices_stay_uint64() -> None:
+    pts = np.array([[2**16 - 1, 0], [2**16 - 1, 2**16 - 1], [40000, 30000]], dtype=np.int64)
+    h = sfc.hilbert_encode(pts, 16)
+    assert h.dtype == np.uint64 and int(h.max()) > 2**31
+    assert np.array_equal(np.argsort(h), np.argsort([int(v) for v in h]))
+    s = sfc.serialize(np.random.default_rng(0).random((50, 3)) * 1000, 0.02, "hilbert")
+    assert s.code.dtype == np.uint64 and s.order.dtype == np.int64
+
+
+def test_bad_dtypes_and_ranks() -> None:
+    with pytest.raises(DTypeError):
+        sfc.hilbert_encode(np.zeros((2, 2), np.float64), 3)
+    with pytest.raises(DTypeError):
+        sfc.morton_encode(np.zeros((2, 2), bool), 3)
+    with pytest.raises(DTypeError):
+        sfc.hilbert_decode(np.zeros(2, np.float32), 3, 2)
+    with pytest.raises(DTypeError):
+        sfc.hilbert_encode([[1, 2]], 2.5)  # type: ignore[arg-type]
+    with pytest.raises(DTypeError):
+        sfc.hilbert_encode([[1, 2]], True)
+    with pytest.raises(InvalidArgumentError, match="2-D"):
+        sfc.hilbert_encode([1, 2], 3)
+    with pytest.raises(InvalidArgumentError, match="2-D"):
+        sfc.hilbert_encode(np.zeros((2, 2, 2), np.int64), 3)
+    with pytest.raises(InvalidArgumentError, match="1-D"):
+        sfc.hilbert_decode(np.zeros((2, 2), np.int64), 3, 2)
+    with pytest.raises(InvalidArgumentError, match="D >= 1"):
+        sfc.hilbert_encode(np.zeros((2, 0), np.int64), 3)
+    with pytest.raises(InvalidArgumentError, match="ndim"):
+        sfc.hilbert_decode([1], 3, 0)
+    with pytest.raises(InvalidArgumentError, match="axis0"):
+        sfc.morton_encode([[1, 2]], 3, axis0="big")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="num_threads"):
+        sfc.hilbert_encode([[1, 2]], 3, num_threads=0)
+
+
+# --- scan orders ------------------------------------------------------------------------
+
+SIZES = [(1, 1), (1, 9), (9, 1), (2, 2), (3, 5), (7, 7), (13, 17), (14, 14), (16, 16), (31, 2)]
+
+
+@pytest.mark.parametrize("kind", sfc.SCAN_KINDS)
+@pytest.mark.parametrize("hw", SIZES)
+def test_every_scan_order_is_a_permutation(kind: str, hw: tuple[int, int]) -> None:
+    h, w = hw
+    p = sfc.scan_order(h, w, kind)  # type: ignore[arg-type]
+    assert p.dtype == np.int64 and p.shape == (h * w,)
+    assert np.array_equal(np.sort(p), np.arange(h * w))
+    q = sfc.inverse_permutation(p)
+    assert np.array_equal(q[p], np.arange(h * w))
+    assert np.array_equal(p[q], np.arange(h * w))
+
+
+def test_scan_order_definitions() -> None:
+    assert sfc.scan_order(2, 3, "raster").tolist() == [0, 1, 2, 3, 4, 5]
+    assert sfc.scan_order(2, 3, "column").tolist() == [0, 3, 1, 4, 2, 5]
+    assert sfc.scan_order(2, 3, "snake").tolist() == [0, 1, 2, 5, 4, 3]
+    assert sfc.scan_order(3, 2, "snake_column").tolist() == [0, 2, 4, 5, 3, 1]
+    assert sfc.scan_order(3, 4, "spiral").tolist() == [0, 1, 2, 3, 7, 11, 10, 9, 8, 4, 5, 6]
+    assert sfc.scan_order(3, 3, "diagonal").tolist() == [0, 1, 3, 6, 4, 2, 5, 7, 8]
+    assert sfc.scan_order(4, 4, "morton").tolist() == [
+        0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15
+    ]  # fmt: skip
+    # morton on a rectangle: the square's order with the missing cells skipped
+    sq = sfc.scan_order(4, 4, "morton")
+    r, c = np.divmod(sq, 4)
+    keep = (r < 3) & (c < 3)
+    assert sfc.scan_order(3, 3, "morton").tolist() == (r[keep] * 3 + c[keep]).tolist()
+    tokens = np.arange(12).reshape(3, 4) * 10
+    assert tokens.reshape(-1)[sfc.scan_order(3, 4, "column")].tolist()[:3] == [0, 40, 80]
+
+
+@pytest.mark.parametrize("k", range(1, 7))
+def test_gilbert_equals_hilbert_on_power_of_two_squares(k: int) -> None:
+    n = 2**k
+    p = sfc.scan_order(n, n, "hilbert")
+    # Coordinate 0 is the column (x), coordinate 1 the row (y), for every k.
+    cr = sfc.hilbert_decode(np.arange(n * n), k, 2).astype(np.int64)
+    assert np.array_equal(p, cr[:, 1] * n + cr[:, 0])
+
+
+def test_hilbert_scan_non_neighbour_steps_are_pinned() -> None:
+    # gilbert starts at (0, 0) and, with the longer side L and the shorter side S, normally
+    # ends at the far corner of the longer side, (L-1, 0). The grid graph is bipartite
+    # (colour = (x + y) % 2) and a path of H*W cells with only 4-neighbour steps alternates
+    # colours, so its two ends have the same colour iff H*W is odd. (0,0) and (L-1,0) have
+    # the same colour iff L is odd. Hence:
+    # - 14 x 14: L even and H*W even -> consistent -> 0 non-neighbour steps.
+    # - 13 x 17: L = 17 odd and H*W odd -> consistent -> 0.
+    # - 1 x 9 and 9 x 1: one straight line -> 0.
+    # - L odd and S even (4 x 5, 5 x 4, 6 x 9): H*W even but the corners share a colour ->
+    #   no such path exists, and gilbert spends exactly one diagonal step (its worst case).
+    # - S = 2 with L odd (2 x 7) is the exception: gilbert ends at (L-2, 0), whose colour
+    #   fits, so the 2-wide strip needs no diagonal.
+    pinned = {(14, 14): 0, (13, 17): 0, (1, 9): 0, (9, 1): 0, (4, 5): 1, (5, 4): 1,
+              (6, 9): 1, (2, 7): 0}  # fmt: skip
+    for (h, w), expected in pinned.items():
+        loc = sfc.locality(sfc.scan_order(h, w, "hilbert"), h, w)
+        assert loc.non_neighbor_steps == expected, (h, w)
+        assert loc.max_step <= np.sqrt(2) + 1e-12
+    # and the rule holds for every size up to 24 x 24
+    for h in range(1, 25):
+        for w in range(1, 25):
+            long_side, short_side = max(h, w), min(h, w)
+            forced = long_side % 2 == 1 and short_side % 2 == 0 and short_side > 2
+            loc = sfc.locality(sfc.scan_order(h, w, "hilbert"), h, w)
+            assert loc.non_neighbor_steps == int(forced), (h, w)
+            assert loc.max_step <= np.sqrt(2) + 1e-12
+
+
+def _gilbert_reference(width: int, height: int) -> list[tuple[int, int]]:
+    """The recursive gilbert2d construction (J. Cervený), written from its description."""
+    out: list[tuple[int, int]] = []
+
+    def sgn(v: int) -> int:
+        return (v > 0) - (v < 0)
+
+    def gen(x: int, y: int, ax: int, ay: int, bx: int, by: int) -> None:
+        w, h = abs(ax + ay), abs(bx + by)
+        dax, day, dbx, dby = sgn(ax), sgn(ay), sgn(bx), sgn(by)
+        if h == 1:
+            out.extend((x + i * dax, y + i * day) for i in range(w))
+            return
+        if w == 1:
+            out.extend((x + i * dbx, y + i * dby) for i in range(h))
+            return
+        ax2, ay2, bx2, by2 = ax // 2, ay // 2, bx // 2, by // 2
+        w2, h2 = abs(ax2 + ay2), abs(bx2 + by2)
+        if 2 * w > 3 * h:
+            if w2 % 2 and w > 2:
+                ax2, ay2 = ax2 + dax, ay2 + day
+            gen(x, y, ax2, ay2, bx, by)
+            gen(x + ax2, y + ay2, ax - ax2, ay - ay2, bx, by)
+        else:
+            if h2 % 2 and h > 2:
+                bx2, by2 = bx2 + dbx, by2 + dby
+            gen(x, y, bx2, by2, ax2, ay2)
+            gen(x + bx2, y + by2, ax, ay, bx - bx2, by - by2)
+            gen(x + (ax - dax) + (bx2 - dbx), y + (ay - day) + (by2 - dby),
+                -bx2, -by2, -(ax - ax2), -(ay - ay2))  # fmt: skip
+
+    if width >= height:
+        gen(0, 0, width, 0, 0, height)
+    else:
+        gen(0, 0, 0, height, width, 0)
+    return out
+
+
+@pytest.mark.parametrize("hw", [(1, 7), (7, 1), (2, 7), (5, 4), (13, 17), (17, 13), (30, 11),
+                                (64, 64), (33, 100)])  # fmt: skip
+def test_gilbert_matches_the_recursive_construction(hw: tuple[int, int]) -> None:
+    h, w = hw
+    want = [y * w + x for x, y in _gilbert_reference(w, h)]
+    assert sfc.scan_order(h, w, "hilbert").tolist() == want
+
+
+def test_s10_large_and_thin_gilbert() -> None:
+    for h, w in [(490, 490), (1, 100_000), (997, 1009), (100_000, 1)]:
+        p = sfc.scan_order(h, w, "hilbert")
+        assert p.min() >= 0 and p.max() == h * w - 1
+        assert np.array_equal(np.sort(p), np.arange(h * w))
+    p = sfc.scan_order(490, 490, "hilbert")
+    assert 0 <= p[7861] < 490 * 490
+
+
+def test_scan_order_errors() -> None:
+    with pytest.raises(InvalidArgumentError, match="height"):
+        sfc.scan_order(0, 5, "raster")
+    with pytest.raises(InvalidArgumentError, match="width"):
+        sfc.scan_order(5, -2, "hilbert")
+    with pytest.raises(InvalidArgumentError, match="kind"):
+        sfc.scan_order(5, 5, "zigzag")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="twice"):
+        sfc.inverse_permutation([0, 1, 1])
+    with pytest.raises(InvalidArgumentError, match="outside"):
+        sfc.inverse_permutation([0, 3, 1])
+
+
+def test_locality_statistics() -> None:
+    loc = sfc.locality(sfc.scan_order(4, 4, "raster"), 4, 4)
+    # 12 unit steps within rows, 3 jumps from the end of a row to the start of the next.
+    assert loc.steps == 15 and loc.non_neighbor_steps == 3
+    assert loc.max_step == pytest.approx(np.hypot(1, 3))
+    assert loc.mean_step == pytest.approx((12 + 3 * np.hypot(1, 3)) / 15)
+    assert sfc.locality(sfc.scan_order(4, 4, "snake"), 4, 4).non_neighbor_steps == 0
+    assert sfc.locality([0], 1, 1) == sfc.Locality(0.0, 0.0, 0, 0)
+    with pytest.raises(InvalidArgumentError):
+        sfc.locality([0, 1, 2], 2, 2)
+
+
+# --- point-cloud serialization ----------------------------------------------------------
+
+
+def _ptv3_reference(points: np.ndarray, grid_size: float, order: str, batch: np.ndarray,
+                    depth: int) -> np.ndarray:
+    """Point Transformer V3's serialization, re-derived with the peers and numpy."""
+    grid = np.zeros(points.shape, dtype=np.int64)
+    for b in np.unique(batch):
+        m = batch == b
+        grid[m] = np.floor((points[m] - points[m].min(0)) / grid_size).astype(np.int64)
+    if order.endswith("-trans"):
+        grid = grid[:, [1, 0, 2]]
+    if order.startswith("z"):
+        # O-CNN xyz2key: x at bit 3i+2, y at 3i+1, z at 3i == pymorton with (z, y, x).
+        code = [pymorton.interleave3(int(z), int(y), int(x)) for x, y, z in grid]
+    else:
+        hc = hilbertcurve.HilbertCurve(p=depth, n=3)
+        code = hc.distances_from_points(grid.tolist())
+    return np.array([c | (int(b) << (3 * depth)) for c, b in zip(code, batch)], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("order", ["z", "z-trans", "hilbert", "hilbert-trans"])
+def test_serialize_matches_ptv3_semantics(order: str) -> None:
+    rng = np.random.default_rng(7)
+    pts = rng.normal(size=(300, 3)) * 5 + 100
+    batch = rng.integers(0, 4, size=300)
+    s = sfc.serialize(pts, 0.05, order, batch=batch, depth=10)  # type: ignore[arg-type]
+    want = _ptv3_reference(pts, 0.05, order, batch, 10)
+    assert np.array_equal(s.code, want)
+    assert np.array_equal(s.order, np.argsort(want, kind="stable"))
+    assert np.array_equal(s.inverse[s.order], np.arange(300))
+    code, order_, inverse = s  # unpacks as three arrays
+    assert code is s.code
+    # S9: decoding codes with batch bits returns exactly (grid_coord, batch)
+    grid_coord, b = sfc.deserialize(s.code, order, depth=10)  # type: ignore[arg-type]
+    assert np.array_equal(b, batch)
+    ref = sfc.serialize(pts, 0.05, "z", batch=batch, depth=10)
+    assert np.array_equal(sfc.deserialize(ref.code, "z", 10).grid_coord, grid_coord)
+
+
+def test_serialize_without_batch_and_float32() -> None:
+    pts = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.0, 0.0, 0.25]], dtype=np.float32)
+    s = sfc.serialize(pts, 0.1, "z")
+    # grid (0,0,0), (3,0,0) -> x bits at 3i+2: 3 = 0b11 -> 4 + 32; (0,0,2) -> z bit 3.
+    assert s.code.tolist() == [0, 36, 8]
+    assert s.order.tolist() == [0, 2, 1]
+    assert s.inverse.tolist() == [0, 2, 1]
+    empty = sfc.serialize(np.zeros((0, 3)), 1.0, "hilbert")
+    assert empty.code.shape == (0,) and empty.order.shape == (0,)
+
+
+def test_serialize_errors() -> None:
+    pts = np.zeros((4, 3))
+    for bad in [0.0, -1.0, float("nan"), float("inf")]:
+        with pytest.raises(InvalidArgumentError, match="grid_size"):
+            sfc.serialize(pts, bad)
+    nan = pts.copy()
+    nan[2, 1] = np.nan
+    with pytest.raises(InvalidArgumentError, match="points: row 2"):
+        sfc.serialize(nan, 1.0)
+    inf = pts.copy()
+    inf[3, 0] = -np.inf
+    with pytest.raises(InvalidArgumentError, match="points: row 3"):
+        sfc.serialize(inf, 1.0)
+    far = pts.copy()
+    far[1, 2] = 1e9
+    with pytest.raises(InvalidArgumentError, match="points: row 1 .*2\\^depth"):
+        sfc.serialize(far, 1.0)
+    with pytest.raises(InvalidArgumentError, match="depth"):
+        sfc.serialize(pts, 1.0, depth=22)
+    with pytest.raises(InvalidArgumentError, match="order"):
+        sfc.serialize(pts, 1.0, "peano")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="shape"):
+        sfc.serialize(np.zeros((4, 2)), 1.0)
+    with pytest.raises(DTypeError):
+        sfc.serialize(np.zeros((4, 3), bool), 1.0)
+    with pytest.raises(InvalidArgumentError, match="batch: row 1 has negative"):
+        sfc.serialize(pts, 1.0, batch=[0, -1, 0, 0])
+    with pytest.raises(InvalidArgumentError, match="batch: row 0 .*does not fit"):
+        sfc.serialize(pts, 1.0, batch=[1 << 16, 0, 0, 0])
+    with pytest.raises(InvalidArgumentError, match="batch"):
+        sfc.serialize(pts, 1.0, batch=[0, 0])
+    with pytest.raises(DTypeError):
+        sfc.serialize(pts, 1.0, batch=np.zeros(4))
+
+
+# --- fork safety ------------------------------------------------------------------------
+
+
+def _child_encode(q: mp.Queue) -> None:  # type: ignore[type-arg]
+    pts = np.arange(2 * 60_000, dtype=np.int64).reshape(-1, 2) % 65536
+    q.put((ordcore._core._in_forked_child(), sfc.hilbert_encode(pts, 16).tolist()[-3:]))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_parallel_encode_after_fork() -> None:
+    pts = np.arange(2 * 60_000, dtype=np.int64).reshape(-1, 2) % 65536
+    want = sfc.hilbert_encode(pts, 16).tolist()[-3:]  # starts rayon's global pool
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child_encode, args=(q,))
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns that forking a multi-threaded process may deadlock: that
+        # deadlock (in rayon's pool) is exactly what this test proves absent.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        proc.start()
+    proc.join(timeout=60)
+    if proc.is_alive():
+        proc.kill()
+        pytest.fail("hilbert_encode hung in a forked child")
+    forked, got = q.get(timeout=5)
+    assert proc.exitcode == 0
+    assert forked is True
+    assert got == want
