@@ -35,10 +35,6 @@ from ordcore.plugins import PluginLoadWarning, Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_DIST = Path(__file__).resolve().parent / "plugin_dist"
-needs_scan = pytest.mark.skipif(
-    not hasattr(ordcore.sfc, "scan_order"),
-    reason="needs ordcore.sfc.scan_order (branch sfc's Python API, not merged yet)",
-)
 ENV_VARS = ("ORDCORE_DISABLE_PLUGINS", "ORDCORE_LOAD_PLUGINS", "ORDCORE_TRACE_PLUGINS")
 
 
@@ -216,7 +212,6 @@ def test_builtin_orders_are_a_plugin() -> None:
     assert keys == {f"order/{k}" for k in SCAN_KINDS}
 
 
-@needs_scan
 @pytest.mark.parametrize("kind", SCAN_KINDS)
 def test_builtin_order_matches_sfc(kind: str) -> None:
     got = ordcore.create("order", kind, height=5, width=7)
@@ -224,7 +219,6 @@ def test_builtin_order_matches_sfc(kind: str) -> None:
     assert got.dtype == np.int64 and sorted(got.tolist()) == list(range(35))
 
 
-@needs_scan
 def test_builtin_raster_and_column() -> None:
     np.testing.assert_array_equal(ordcore.create("order", "raster", height=2, width=3), range(6))
     np.testing.assert_array_equal(

@@ -4,32 +4,20 @@ third-party plugin (``kind="order"``: the :func:`ordcore.sfc.scan_order` scan or
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from ordcore.plugins import Registry, hookimpl
+from ordcore.sfc import SCAN_KINDS, ScanKind, scan_order
 
-SCAN_KINDS: tuple[str, ...] = (
-    "raster",
-    "column",
-    "snake",
-    "snake_column",
-    "hilbert",
-    "morton",
-    "spiral",
-    "diagonal",
-)
-"""The grid scan orders of :func:`ordcore.sfc.scan_order`, each registered as ``order/<kind>``."""
+__all__ = ["SCAN_KINDS", "ordcore_register_components"]
 
 
 def _scan_factory(kind: str) -> Callable[..., NDArray[np.int64]]:
     def scan(height: int, width: int) -> NDArray[np.int64]:
-        from ordcore import sfc
-
-        # getattr: this module type-checks before and after ordcore.sfc gains scan_order
-        scan_order = getattr(sfc, "scan_order")  # noqa: B009
-        return np.asarray(scan_order(height, width, kind), dtype=np.int64)
+        return scan_order(height, width, cast(ScanKind, kind))
 
     scan.__name__ = f"scan_{kind}"
     scan.__qualname__ = scan.__name__
@@ -43,7 +31,7 @@ def _scan_factory(kind: str) -> Callable[..., NDArray[np.int64]]:
 
 @hookimpl
 def ordcore_register_components(registry: Registry) -> None:
-    """Register ``order/<kind>`` for every kind in :data:`SCAN_KINDS`."""
+    """Register ``order/<kind>`` for every kind in :data:`ordcore.sfc.SCAN_KINDS`."""
     for kind in SCAN_KINDS:
         registry.add(
             "order",

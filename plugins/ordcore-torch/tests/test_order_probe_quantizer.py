@@ -29,10 +29,6 @@ from ordcore_torch.quantizer import (
     rotation_signs,
 )
 
-HAS_SCAN = hasattr(ordcore.sfc, "scan_order")
-needs_scan = pytest.mark.skipif(
-    not HAS_SCAN, reason="needs ordcore.sfc.scan_order (branch sfc, not merged yet)"
-)
 
 
 def hilbert_scan(side: int) -> np.ndarray:
@@ -68,7 +64,6 @@ def test_fixed_random_order_is_seeded() -> None:
     assert sorted(a.perm.tolist()) == list(range(64))
 
 
-@needs_scan
 @pytest.mark.parametrize("kind", ["raster", "column", "snake", "hilbert", "morton", "diagonal"])
 def test_fixed_order_uses_sfc_scan(kind: str) -> None:
     order = ordcore.create("order", "fixed", height=6, width=5, kind=kind)
@@ -171,7 +166,6 @@ def test_plackett_luce_mode_is_the_hilbert_scan_not_its_inverse() -> None:
     np.testing.assert_array_equal(pl(x)[0, :, 0].long().numpy(), scan)
 
 
-@needs_scan
 def test_plackett_luce_from_sfc_hilbert() -> None:
     scan = ordcore.sfc.scan_order(14, 14, "hilbert")
     pl = ordcore.create("order", "plackett_luce", num_tokens=196, init=scan)
@@ -240,27 +234,56 @@ def test_fwht_matches_sylvester_matrix() -> None:
     torch.testing.assert_close(fwht(x), x @ torch.from_numpy(hadamard(32).astype(np.float64)))
 
 
-def test_rotation_signs_counter_rng() -> None:
-    """Reference values of SplitMix64 (mix64(G) = 0xE220A8397B1DCDAF, as in rng.rs), and
-    agreement with ordcore.hadamard when that module exposes the signs."""
-    from ordcore_torch.quantizer import _mix64
-
-    assert int(_mix64(np.array([0x9E3779B97F4A7C15], dtype=np.uint64))[0]) == 0xE220A8397B1DCDAF
-    s = rotation_signs(7, 4, 64)
-    assert s.shape == (4, 64) and set(s.unique().tolist()) == {-1.0, 1.0}
-    assert not torch.equal(s[0], s[1])
-    assert abs(rotation_signs(1, 1, 100_000).mean().item()) < 0.02
+_G = 0x9E3779B97F4A7C15
+_M64 = (1 << 64) - 1
 
 
-@pytest.mark.skipif(not hasattr(ordcore.hadamard, "RandomizedHadamard"),
-                    reason="needs ordcore.hadamard.RandomizedHadamard (branch hadamard)")  # fmt: skip
-def test_rotation_matches_ordcore_hadamard() -> None:
-    n = 64
-    q = RotatedQuantizer(n, seed=11)
-    ours = q.rotation(torch.eye(n, dtype=torch.float64)).numpy()  # rows: R e_i
-    ref = ordcore.hadamard.RandomizedHadamard(n, seed=11)
+def _mix64(z: int) -> int:
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return z ^ (z >> 31)
+
+
+def _sign_negative(seed: int, stream: int, index: int) -> bool:
+    """counter_sign_negative as documented in rng.rs / ordcore.hadamard (pure Python)."""
+    k = _mix64((seed + _G) & _M64)
+    k = _mix64(k ^ ((stream + _G) & _M64))
+    return _mix64(k ^ ((index + _G) & _M64)) >> 63 == 1
+
+
+def test_rotation_signs_bit_exact() -> None:
+    """The quantizer's signs are RandomizedHadamard(n, seed, group_size).signs(0), bit for
+    bit, and both follow the documented counter formula (global index, stream 0)."""
+    assert _mix64(_G) == 0xE220A8397B1DCDAF  # SplitMix64 reference value, as in rng.rs
+    for seed, n, g in [(7, 256, 64), (11, 64, 64), (2**64 - 1, 96, 32), (0, 8, 2)]:
+        s = rotation_signs(seed, n, g)
+        assert s.shape == (n // g, g) and s.dtype == torch.float64
+        ref = ordcore.hadamard.RandomizedHadamard(n, seed=seed, group_size=g).signs(0)
+        np.testing.assert_array_equal(s.reshape(-1).numpy(), ref)
+        expect = [-1.0 if _sign_negative(seed, 0, i) else 1.0 for i in range(n)]
+        np.testing.assert_array_equal(s.reshape(-1).numpy(), expect)
+        q = RotatedQuantizer(g, seed=seed)
+        np.testing.assert_array_equal(q.signs(n, torch.float64).reshape(-1).numpy(), ref)
+    assert abs(rotation_signs(1, 100_000, 2).mean().item()) < 0.02
+    with pytest.raises(InvalidArgumentError, match="n: 48 is not a positive multiple"):
+        rotation_signs(0, 48, 32)
+
+
+@pytest.mark.parametrize(("n", "g"), [(64, 64), (256, 32), (128, 2), (96, 32)])
+def test_rotation_matches_ordcore_hadamard(n: int, g: int) -> None:
+    q = RotatedQuantizer(g, seed=11)
+    ref = ordcore.hadamard.RandomizedHadamard(n, seed=11, group_size=g, dtype=np.float64)
     x = np.random.default_rng(0).standard_normal((5, n))
-    np.testing.assert_allclose(x @ ours, ref.forward(x), atol=1e-12)
+    ours = q.rotation(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(ours, ref.forward(x), rtol=0, atol=1e-12)
+    back = q.unrotate(torch.from_numpy(ours)).numpy()
+    np.testing.assert_allclose(back, ref.inverse(ours), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(back, x, rtol=0, atol=1e-12)
+    # float32 rows agree to float32 rounding
+    x32 = x.astype(np.float32)
+    ref32 = ordcore.hadamard.RandomizedHadamard(n, seed=11, group_size=g)
+    np.testing.assert_allclose(q.rotation(torch.from_numpy(x32)).numpy(), ref32.forward(x32),
+                               rtol=0, atol=1e-5)  # fmt: skip
 
 
 def test_rotation_autograd_backward_is_the_transpose() -> None:
@@ -283,10 +306,40 @@ def _weights_with_outliers() -> torch.Tensor:
     return w
 
 
-@pytest.mark.parametrize(("fmt", "group_size"), [("int4", 32), ("int4", 128), ("fp4", 128)])
-def test_rotation_lowers_error_on_outliers(fmt: str, group_size: int) -> None:
-    err = RotatedQuantizer(group_size, fmt).mse(_weights_with_outliers())
-    assert err["rotated"] < 0.7 * err["plain"], err
+@pytest.mark.parametrize(
+    ("fmt", "group_size", "scale"),
+    [("int4", 32, "absmax"), ("int4", 128, "absmax"), ("fp4", 128, "absmax"),
+     ("int4", 32, "mse"), ("fp4", 32, "mse"), ("fp4", 128, "mse")],
+)  # fmt: skip
+def test_rotation_lowers_error_on_outliers(fmt: str, group_size: int, scale: str) -> None:
+    err = RotatedQuantizer(group_size, fmt, scale=scale).mse(_weights_with_outliers())
+    assert err["rotated"] < (0.9 if fmt == "fp4" and group_size == 32 else 0.7) * err["plain"], err
+
+
+def test_fp4_small_group_absmax_rotation_does_not_help() -> None:
+    """The documented finding: FP4 E2M1, group 32, absmax scale: a group holding one outlier
+    becomes +-c + noise after rotation, values crowd into [4, 6] * scale (E2M1's coarsest
+    step) and the error grows; plain RTN keeps the outlier exact. The MSE scale fixes it."""
+    w = _weights_with_outliers()
+    absmax = RotatedQuantizer(32, "fp4").mse(w)
+    assert absmax["rotated"] > 1.5 * absmax["plain"], absmax
+    mse = RotatedQuantizer(32, "fp4", scale="mse").mse(w)
+    assert mse["rotated"] < absmax["plain"], (mse, absmax)
+
+
+@pytest.mark.parametrize("fmt", ["int4", "fp4"])
+@pytest.mark.parametrize("rotate", [False, True])
+def test_mse_scale_is_never_worse_per_group(fmt: str, rotate: bool) -> None:
+    w = _weights_with_outliers()[:16]
+    a = RotatedQuantizer(32, fmt, rotate=rotate, scale="absmax")
+    m = RotatedQuantizer(32, fmt, rotate=rotate, scale="mse")
+    xa = a.rotation(w) if rotate else w  # per-group error is measured in the rotated frame
+    ea = ((a.rotation(a(w)) if rotate else a(w)) - xa).reshape(16, -1, 32).pow(2).sum(-1)
+    em = ((m.rotation(m(w)) if rotate else m(w)) - xa).reshape(16, -1, 32).pow(2).sum(-1)
+    assert bool((em <= ea + 1e-9).all())
+    assert float(em.sum()) < float(ea.sum())
+    codes, scales = m.quantize(w)
+    assert codes.dtype == torch.int8 and scales.shape == (16, 8)
 
 
 @pytest.mark.parametrize("fmt", ["int4", "fp4"])
@@ -318,6 +371,8 @@ def test_quantizer_bad_input() -> None:
             RotatedQuantizer(bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="fmt"):
         RotatedQuantizer(32, "int8")
+    with pytest.raises(InvalidArgumentError, match="scale: expected 'absmax' or 'mse'"):
+        RotatedQuantizer(32, scale="max")
     with pytest.raises(InvalidArgumentError, match="w: last dimension 48 is not a multiple"):
         RotatedQuantizer(32).quantize(torch.randn(2, 48))
     with pytest.raises(TypeError, match="w: expected a floating"):
