@@ -113,6 +113,44 @@ def test_sinkhorn_order_train_and_eval() -> None:
     assert order.log_alpha.grad is not None and torch.isfinite(order.log_alpha.grad).all()
 
 
+def test_sinkhorn_straight_through() -> None:
+    """Forward: an exact hard permutation (a Gumbel-matching sample); backward: the soft
+    Sinkhorn gradient."""
+    perm = hilbert_scan(4)
+    torch.manual_seed(0)
+    st = SinkhornOrder(16, init=perm, init_scale=2.0, temperature=0.5, straight_through=True)
+    P = st.training_permutation().detach()
+    hard = P.round()  # hard + soft - soft.detach() is exact up to float32 rounding
+    torch.testing.assert_close(P, hard, rtol=0, atol=1e-6)
+    assert set(hard.unique().tolist()) == {0.0, 1.0}
+    assert torch.equal(hard.sum(0), torch.ones(16)) and torch.equal(hard.sum(1), torch.ones(16))
+    x = torch.randn(3, 16, 2, dtype=torch.float64)
+    st.train()
+    torch.manual_seed(0)
+    y = st(x)
+    # every output token is one input token: y = x[:, p] for the sampled hard p
+    torch.testing.assert_close(y.detach(), x[:, hard.argmax(-1)], rtol=0, atol=1e-6)
+    w = torch.randn_like(y)
+    (y * w).sum().backward()
+    g_st = st.log_alpha.grad.clone()
+    # the same gradient as the soft path on the same noise draw
+    torch.manual_seed(0)
+    soft = SinkhornOrder(16, init=perm, init_scale=2.0, temperature=0.5)
+    torch.manual_seed(0)
+    Ps = soft.training_permutation()  # soft path, same Gumbel draw as P
+    (torch.einsum("ij,bjf->bif", Ps.double(), x) * w).sum().backward()
+    torch.testing.assert_close(g_st, soft.log_alpha.grad, rtol=1e-5, atol=1e-6)
+    # no noise, high init: the straight-through forward is exactly init
+    st0 = SinkhornOrder(16, init=perm, init_scale=20.0, noise=False, straight_through=True)
+    torch.testing.assert_close(st0(x), x[:, torch.from_numpy(perm)])
+    st0.set_temperature(0.05)
+    assert st0.temperature == 0.05
+    with pytest.raises(InvalidArgumentError, match="temperature: expected a positive"):
+        st0.set_temperature(0.0)
+    with pytest.raises(InvalidArgumentError, match="noise_scale"):
+        SinkhornOrder(4, noise_scale=-1.0)
+
+
 def test_sinkhorn_bad_input() -> None:
     for bad in (-1.0, 0.0):
         with pytest.raises(InvalidArgumentError, match="temperature: expected a positive"):

@@ -170,8 +170,16 @@ class SinkhornOrder(nn.Module):
     """A learned soft permutation of ``num_tokens`` tokens (Gumbel-Sinkhorn in log space).
 
     Training mode: ``forward(x) = P @ x`` with ``P = gumbel_sinkhorn(log_alpha, temperature,
-    n_iters)``. Evaluation mode: the hard permutation :meth:`hard_permutation` (Hungarian
-    algorithm on ``log_alpha``), applied as ``x[:, p]``.
+    n_iters)``. With ``straight_through=True`` the forward pass uses the hard permutation
+    matrix ``P_hard`` (the Hungarian matching of the same noisy ``log_alpha``, i.e. a
+    Gumbel-matching sample) and the backward pass the gradient of ``P``:
+    ``P_hard + P - P.detach()`` (Mena et al. 2018, section 3; the straight-through estimator
+    of Bengio et al. 2013), so training sees exactly the kind of order evaluation uses.
+    Evaluation mode: the hard permutation :meth:`hard_permutation` (Hungarian algorithm on
+    ``log_alpha``, no noise), applied as ``x[:, p]``.
+
+    ``temperature`` is a plain attribute: anneal it during training (e.g. geometric from 1
+    to 0.1); :meth:`set_temperature` checks the value.
 
     Parameters
     ----------
@@ -181,9 +189,14 @@ class SinkhornOrder(nn.Module):
     noise : bool
         Add Gumbel noise while training.
     init : permutation, optional
-        Start near this order (e.g. ``ordcore.sfc.scan_order(h, w, "hilbert")``).
+        Start near this order (e.g. ``ordcore.sfc.scan_order(h, w, "hilbert")``): the hard
+        permutation is then ``init`` until training moves it.
     init_scale : float
         ``log_alpha[i, init[i]]`` starts at this value (others near 0).
+    straight_through : bool
+        Hard permutation forward, soft gradient backward (see above).
+    noise_scale : float, >= 0
+        Multiplies the Gumbel noise (``0`` acts as ``noise=False``).
     """
 
     def __init__(
@@ -196,6 +209,8 @@ class SinkhornOrder(nn.Module):
         init: Any = None,
         init_scale: float = 5.0,
         seed: int = 0,
+        straight_through: bool = False,
+        noise_scale: float = 1.0,
     ) -> None:
         super().__init__()
         if not isinstance(num_tokens, int) or num_tokens < 1:
@@ -203,7 +218,10 @@ class SinkhornOrder(nn.Module):
         _check_positive("temperature", temperature)
         if not isinstance(n_iters, int) or n_iters < 1:
             raise InvalidArgumentError(f"n_iters: expected a positive int, got {n_iters!r}")
+        if not isinstance(noise_scale, (int, float)) or not noise_scale >= 0:
+            raise InvalidArgumentError(f"noise_scale: expected a number >= 0, got {noise_scale!r}")
         self.num_tokens, self.temperature, self.n_iters, self.noise = num_tokens, temperature, n_iters, noise
+        self.straight_through, self.noise_scale = straight_through, float(noise_scale)
         gen = torch.Generator().manual_seed(seed)
         log_alpha = 0.01 * torch.randn(num_tokens, num_tokens, generator=gen)
         if init is not None:
@@ -211,11 +229,35 @@ class SinkhornOrder(nn.Module):
             log_alpha[torch.arange(num_tokens), p] += init_scale
         self.log_alpha = nn.Parameter(log_alpha)
 
+    def set_temperature(self, temperature: float) -> None:
+        """Set the Sinkhorn temperature (for annealing); must be > 0."""
+        _check_positive("temperature", temperature)
+        self.temperature = temperature
+
+    def _noisy_log_alpha(self, noise: bool) -> Tensor:
+        la = self.log_alpha
+        if noise and self.noise_scale > 0:
+            g = _gumbel(la.shape, la.dtype, None).to(la.device)  # torch's global generator
+            la = la + self.noise_scale * g
+        return la
+
     def soft_permutation(self, noise: bool | None = None) -> Tensor:
-        """The doubly stochastic ``(n, n)`` matrix used in training."""
-        return gumbel_sinkhorn(
-            self.log_alpha, self.temperature, self.n_iters, self.noise if noise is None else noise
-        )
+        """The doubly stochastic ``(n, n)`` matrix used in training (without the
+        straight-through step)."""
+        la = self._noisy_log_alpha(self.noise if noise is None else noise)
+        return gumbel_sinkhorn(la, self.temperature, self.n_iters, noise=False)
+
+    def training_permutation(self) -> Tensor:
+        """The ``(n, n)`` matrix applied in training mode: the soft permutation, or with
+        ``straight_through`` the hard one carrying the soft one's gradient."""
+        la = self._noisy_log_alpha(self.noise)
+        soft = gumbel_sinkhorn(la, self.temperature, self.n_iters, noise=False)
+        if not self.straight_through:
+            return soft
+        p = hungarian(la)
+        hard = torch.zeros_like(soft)
+        hard[torch.arange(self.num_tokens, device=hard.device), p] = 1.0
+        return hard + soft - soft.detach()
 
     def hard_permutation(self) -> Tensor:
         """The int64 permutation ``p`` (apply as ``x[:, p]``), by the Hungarian algorithm."""
@@ -225,7 +267,7 @@ class SinkhornOrder(nn.Module):
         """``x``: ``(batch, num_tokens, features)`` -> reordered, same shape."""
         _check_tokens(x, self.num_tokens, 1)
         if self.training:
-            return torch.einsum("ij,bj...->bi...", self.soft_permutation().to(x.dtype), x)
+            return torch.einsum("ij,bj...->bi...", self.training_permutation().to(x.dtype), x)
         return x[:, self.hard_permutation()]
 
 
