@@ -443,6 +443,8 @@ def test_bad_inputs() -> None:
         had.srht(np.ones(88), 4, seed=0)
     with pytest.raises(ValueError, match="n"):
         had.hadamard_matrix(10)
+    with pytest.raises(ValueError, match="too large"):
+        had.hadamard_matrix(32768)
 
 
 def test_out_overlapping_input() -> None:

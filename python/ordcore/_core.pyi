@@ -51,8 +51,25 @@ def sfc_serialize(
 
 from typing import final
 
-import numpy as np
 from numpy.typing import NDArray
+
+__all__ += [
+    "hadamard_fwht_f32",
+    "hadamard_fwht_f64",
+    "hadamard_fwht_inplace_f32",
+    "hadamard_fwht_inplace_f64",
+    "hadamard_srht_f32",
+    "hadamard_srht_f64",
+    "hadamard_srht_indices",
+    "hadamard_matrix",
+    "hadamard_is_supported_size",
+    "hadamard_next_supported_size",
+    "hadamard_prev_supported_size",
+    "hadamard_decompose",
+    "hadamard_supported_sizes",
+    "hadamard_unsupported_size_message",
+    "RandomizedHadamard",
+]
 
 def hadamard_fwht_f32(
     x: NDArray[np.float32],

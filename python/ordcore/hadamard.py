@@ -134,9 +134,10 @@ def _rows_transform(
     layout, dtype and ``out`` (which may alias the input in any way)."""
     n = arr.shape[axis]
     cdt = np.dtype(np.float64) if out_dtype.itemsize == 8 else np.dtype(np.float32)
-    moved = np.moveaxis(arr, axis, -1)
+    last = axis == arr.ndim - 1
+    moved = arr if last else np.moveaxis(arr, axis, -1)
     if out is not None:
-        out_moved = np.moveaxis(out, axis, -1)
+        out_moved = out if last else np.moveaxis(out, axis, -1)
         # In place on a C-contiguous row layout: no copy at all.
         if (
             inplace_kernel is not None
@@ -151,7 +152,7 @@ def _rows_transform(
         out is not None
         and out_moved.dtype == cdt
         and out_moved.flags.c_contiguous
-        and not np.shares_memory(out, src)
+        and not np.may_share_memory(out, src)
     ):
         kernel(src, out_moved.reshape(-1, n))
         return out
@@ -161,8 +162,8 @@ def _rows_transform(
     if out is not None:
         np.copyto(out_moved, res_moved, casting="unsafe")
         return out
-    result = np.moveaxis(res_moved.astype(out_dtype, copy=False), -1, axis)
-    return np.ascontiguousarray(result)
+    result = res_moved.astype(out_dtype, copy=False)
+    return result if last else np.ascontiguousarray(np.moveaxis(result, -1, axis))
 
 
 def _fwht_impl(
@@ -265,7 +266,7 @@ def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     Parameters
     ----------
     n : int
-        A supported size, at most 32768.
+        A supported size, at most 16384 (the dense matrix is meant for tests and for reading H_K).
     dtype : dtype
         Output dtype (any NumPy numeric dtype; default float64).
 

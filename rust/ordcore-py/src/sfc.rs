@@ -126,7 +126,7 @@ fn sfc_scan_order<'py>(
     kind: &str,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let kind = scan::ScanKind::parse(kind).map_err(crate::errors::to_pyerr)?;
-    let v = runtime::run(py, Some(1), move || scan::scan_order(height, width, kind))?;
+    let v = runtime::run(py, None, move || scan::scan_order(height, width, kind))?;
     Ok(v.into_pyarray(py))
 }
 
@@ -138,7 +138,7 @@ fn sfc_inverse_permutation<'py>(
     let s = p
         .as_slice()
         .map_err(|_| invalid("p", "must be C-contiguous"))?;
-    let v = runtime::run(py, Some(1), move || scan::inverse_permutation(s))?;
+    let v = runtime::run(py, None, move || scan::inverse_permutation(s))?;
     Ok(v.into_pyarray(py))
 }
 

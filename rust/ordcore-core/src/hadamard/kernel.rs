@@ -61,10 +61,9 @@ impl Real for f64 {
 /// blocks of this many elements (L1/L2 resident), then runs the remaining large strides.
 const CACHE_BLOCK: usize = 4096;
 
-/// Stages h = 1, 2, 4 on one chunk of 8, in registers.
+/// Stages h = 1, 2, 4 on one chunk of 8 values `x`, in registers, written to `c`.
 #[inline(always)]
-fn radix8<T: Real>(c: &mut [T]) {
-    let x: [T; 8] = [c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]];
+fn radix8_store<T: Real>(x: [T; 8], c: &mut [T]) {
     let a = [
         x[0] + x[1],
         x[0] - x[1],
@@ -93,6 +92,42 @@ fn radix8<T: Real>(c: &mut [T]) {
     c[5] = b[1] - b[5];
     c[6] = b[2] - b[6];
     c[7] = b[3] - b[7];
+}
+
+/// Stages h = 1, 2, 4 over every chunk of 8 of `x`, reading `(src or x) * signs * s`.
+/// The match is outside the loops so each loop is a plain zip the compiler vectorizes.
+#[inline(always)]
+fn first_pass<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T) {
+    match (src, signs) {
+        (None, None) => {
+            for c in x.chunks_exact_mut(8) {
+                let v: [T; 8] = std::array::from_fn(|l| c[l] * s);
+                radix8_store(v, c);
+            }
+        }
+        (Some(src), None) => {
+            for (c, a) in x.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
+                let v: [T; 8] = std::array::from_fn(|l| a[l] * s);
+                radix8_store(v, c);
+            }
+        }
+        (None, Some(sg)) => {
+            for (c, g) in x.chunks_exact_mut(8).zip(sg.chunks_exact(8)) {
+                let v: [T; 8] = std::array::from_fn(|l| c[l] * g[l] * s);
+                radix8_store(v, c);
+            }
+        }
+        (Some(src), Some(sg)) => {
+            for ((c, a), g) in x
+                .chunks_exact_mut(8)
+                .zip(src.chunks_exact(8))
+                .zip(sg.chunks_exact(8))
+            {
+                let v: [T; 8] = std::array::from_fn(|l| a[l] * g[l] * s);
+                radix8_store(v, c);
+            }
+        }
+    }
 }
 
 /// Two stages (strides h and 2h) in one pass over contiguous quarters of each 4h block.
@@ -142,30 +177,38 @@ fn stages_from<T: Real>(x: &mut [T], mut h: usize) {
     }
 }
 
-/// Unnormalized Sylvester-order FWHT of a power-of-two-length slice, in place.
+/// Sylvester-order FWHT of a power-of-two-length slice `x`, in place, of the input
+/// `src` (or `x` itself) multiplied elementwise by `signs` (if any) and by `s`: the copy,
+/// sign flips and scale ride along with the first (radix-8) pass. `src` and `signs`, when
+/// given, have `x.len()` elements.
 #[inline(always)]
-fn pow2_generic<T: Real>(x: &mut [T]) {
+fn pow2_generic<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T) {
     let n = x.len();
     if n < 8 {
+        if let Some(src) = src {
+            x.copy_from_slice(src);
+        }
+        if let Some(sg) = signs {
+            mul_assign_generic(x, sg);
+        }
         stages_from(x, 1);
+        scale_generic(x, s);
         return;
     }
-    if n > CACHE_BLOCK {
-        for blk in x.chunks_exact_mut(CACHE_BLOCK) {
-            pow2_generic_small(blk);
-        }
-        stages_from(x, CACHE_BLOCK);
-    } else {
-        pow2_generic_small(x);
+    let blk = n.min(CACHE_BLOCK);
+    for (bi, xb) in x.chunks_exact_mut(blk).enumerate() {
+        let range = bi * blk..(bi + 1) * blk;
+        first_pass(
+            src.map(|v| &v[range.clone()]),
+            xb,
+            signs.map(|v| &v[range]),
+            s,
+        );
+        stages_from(xb, 8);
     }
-}
-
-#[inline(always)]
-fn pow2_generic_small<T: Real>(x: &mut [T]) {
-    for c in x.chunks_exact_mut(8) {
-        radix8(c);
+    if n > blk {
+        stages_from(x, blk);
     }
-    stages_from(x, 8);
 }
 
 /// `out[c*p..][..p] = sum_a mix[c*k + a] * x[a*p..][..p]` (the `H_K` factor).
@@ -251,8 +294,8 @@ macro_rules! dispatched {
 }
 
 dispatched!(
-    /// Unnormalized Sylvester-order FWHT of `x` (length a power of two), in place.
-    pow2, pow2_generic, (x: &mut [T]));
+    /// Sylvester-order FWHT of `(src or x) * signs * s` into `x` (length a power of two).
+    pow2, pow2_generic, (src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T));
 dispatched!(
     /// The `H_K` mixing step (see [`kmix_generic`]).
     kmix, kmix_generic, (x: &[T], out: &mut [T], mix: &[T], k: usize, p: usize));

@@ -148,19 +148,28 @@ impl Plan {
         }
     }
 
-    /// Unnormalized `row @ H` (or `row @ H^T` when `inverse`), in place.
+    /// `row <- ((src or row) * signs * s) @ H` (`@ H^T` when `inverse`); `src` and `signs`
+    /// have the row's length.
     #[inline]
-    fn apply<T: Real>(&self, row: &mut [T], scratch: &mut [T], inverse: bool) {
+    fn apply<T: Real>(
+        &self,
+        src: Option<&[T]>,
+        row: &mut [T],
+        signs: Option<&[T]>,
+        s: T,
+        scratch: &mut [T],
+        inverse: bool,
+    ) {
         if self.k == 1 {
-            kernel::pow2(row);
+            kernel::pow2(src, row, signs, s);
             return;
         }
-        if self.p > 1 {
-            for sub in row.chunks_exact_mut(self.p) {
-                kernel::pow2(sub);
-            }
+        let p = self.p;
+        for (j, sub) in row.chunks_exact_mut(p).enumerate() {
+            let r = j * p..(j + 1) * p;
+            kernel::pow2(src.map(|v| &v[r.clone()]), sub, signs.map(|v| &v[r]), s);
         }
-        kernel::kmix(row, scratch, T::mix(self.base, inverse), self.k, self.p);
+        kernel::kmix(row, scratch, T::mix(self.base, inverse), self.k, p);
         row.copy_from_slice(scratch);
     }
 }
@@ -225,11 +234,11 @@ fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
-fn norm_scale<T: Real>(n: usize, normalized: bool, inverse: bool) -> Option<T> {
+fn norm_scale<T: Real>(n: usize, normalized: bool, inverse: bool) -> T {
     match (normalized, inverse) {
-        (true, _) => Some(T::from_f64(1.0 / (n as f64).sqrt())),
-        (false, true) => Some(T::from_f64(1.0 / n as f64)),
-        (false, false) => None,
+        (true, _) => T::from_f64(1.0 / (n as f64).sqrt()),
+        (false, true) => T::from_f64(1.0 / n as f64),
+        (false, false) => T::ONE,
     }
 }
 
@@ -247,10 +256,7 @@ pub fn fwht_inplace<T: Real>(
     check_rows("rows", rows.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
-        plan.apply(row, scratch, inverse);
-        if let Some(s) = scale {
-            kernel::scale(row, s);
-        }
+        plan.apply(None, row, None, scale, scratch, inverse);
     });
     Ok(())
 }
@@ -275,11 +281,7 @@ pub fn fwht_into<T: Real>(
     );
     let scale = norm_scale::<T>(n, normalized, inverse);
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
-        row.copy_from_slice(s);
-        plan.apply(row, scratch, inverse);
-        if let Some(sc) = scale {
-            kernel::scale(row, sc);
-        }
+        plan.apply(Some(s), row, None, scale, scratch, inverse);
     });
     Ok(())
 }
@@ -289,9 +291,9 @@ pub fn fwht_into<T: Real>(
 pub fn hadamard_matrix(n: usize) -> Result<Vec<i8>> {
     let plan = Plan::new("n", n)?;
     ensure!(
-        n <= 1 << 15,
+        n <= 1 << 14,
         "n",
-        "{n} is too large for a dense matrix (at most 32768)"
+        "{n} is too large for a dense matrix (at most 16384)"
     );
     let hk = &plan.base.h;
     let (k, p) = (plan.k, plan.p);
@@ -399,26 +401,53 @@ impl RandomizedHadamard {
         T::from_f64((self.group as f64).powf(-0.5 * self.blocks as f64))
     }
 
+    /// Forward rotation of one row, reading from `src` (or the row itself).
     #[inline]
-    fn forward_row<T: Real>(&self, row: &mut [T], scratch: &mut [T], signs: &[T], scale: T) {
+    fn forward_row<T: Real>(
+        &self,
+        src: Option<&[T]>,
+        row: &mut [T],
+        scratch: &mut [T],
+        signs: &[T],
+        scale: T,
+    ) {
+        let g = self.group;
         for b in 0..self.blocks {
-            kernel::mul_assign(row, &signs[b * self.n..(b + 1) * self.n]);
-            for g in row.chunks_exact_mut(self.group) {
-                self.plan.apply(g, scratch, false);
+            let sb = &signs[b * self.n..(b + 1) * self.n];
+            // The total scale rides along with the first block.
+            let s = if b == 0 { scale } else { T::ONE };
+            for (j, grp) in row.chunks_exact_mut(g).enumerate() {
+                let r = j * g..(j + 1) * g;
+                let from = if b == 0 {
+                    src.map(|v| &v[r.clone()])
+                } else {
+                    None
+                };
+                self.plan.apply(from, grp, Some(&sb[r]), s, scratch, false);
             }
         }
-        kernel::scale(row, scale);
     }
 
+    /// Inverse rotation of one row, reading from `src` (or the row itself).
     #[inline]
-    fn inverse_row<T: Real>(&self, row: &mut [T], scratch: &mut [T], signs: &[T], scale: T) {
-        for b in (0..self.blocks).rev() {
-            for g in row.chunks_exact_mut(self.group) {
-                self.plan.apply(g, scratch, true);
+    fn inverse_row<T: Real>(
+        &self,
+        src: Option<&[T]>,
+        row: &mut [T],
+        scratch: &mut [T],
+        signs: &[T],
+        scale: T,
+    ) {
+        let g = self.group;
+        for (step, b) in (0..self.blocks).rev().enumerate() {
+            let s = if step == 0 { scale } else { T::ONE };
+            for (j, grp) in row.chunks_exact_mut(g).enumerate() {
+                let r = j * g..(j + 1) * g;
+                let from = if step == 0 { src.map(|v| &v[r]) } else { None };
+                self.plan.apply(from, grp, None, s, scratch, true);
             }
             kernel::mul_assign(row, &signs[b * self.n..(b + 1) * self.n]);
         }
-        kernel::scale(row, scale);
     }
 
     fn run<T: Real>(&self, rows: &mut [T], signs: &[T], inverse: bool) -> Result<()> {
@@ -426,9 +455,9 @@ impl RandomizedHadamard {
         let scale = self.scale::<T>();
         for_each_row(rows, self.n, self.plan.scratch_len(), |row, scratch| {
             if inverse {
-                self.inverse_row(row, scratch, signs, scale)
+                self.inverse_row(None, row, scratch, signs, scale)
             } else {
-                self.forward_row(row, scratch, signs, scale)
+                self.forward_row(None, row, scratch, signs, scale)
             }
         });
         Ok(())
@@ -457,11 +486,10 @@ impl RandomizedHadamard {
             self.n,
             self.plan.scratch_len(),
             |s, row, scratch| {
-                row.copy_from_slice(s);
                 if inverse {
-                    self.inverse_row(row, scratch, signs, scale)
+                    self.inverse_row(Some(s), row, scratch, signs, scale)
                 } else {
-                    self.forward_row(row, scratch, signs, scale)
+                    self.forward_row(Some(s), row, scratch, signs, scale)
                 }
             },
         );
@@ -551,9 +579,7 @@ pub fn srht<T: Real>(src: &[T], n: usize, m: usize, seed: u64, dst: &mut [T]) ->
     let sl = plan.scratch_len();
     for_each_row_pair(src, n, dst, m, n + sl, |s, d, scratch| {
         let (row, rest) = scratch.split_at_mut(n);
-        row.copy_from_slice(s);
-        kernel::mul_assign(row, &signs);
-        plan.apply(row, rest, false);
+        plan.apply(Some(s), row, Some(&signs), T::ONE, rest, false);
         for (o, &i) in d.iter_mut().zip(&idx) {
             *o = row[i] * scale;
         }

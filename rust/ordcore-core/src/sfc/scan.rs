@@ -65,7 +65,14 @@ pub fn scan_order(height: i64, width: i64, kind: ScanKind) -> Result<Vec<i64>> {
             )
         })?;
     let (h, w) = (height, width);
-    let mut out = Vec::with_capacity(n as usize);
+    let mut out: Vec<i64> = Vec::new();
+    // Fallible reservation: an impossible size is an error, not an allocation abort.
+    out.try_reserve_exact(n as usize).map_err(|_| {
+        Error::invalid(
+            "height",
+            format!("cannot allocate the order of a {height} x {width} grid"),
+        )
+    })?;
     match kind {
         ScanKind::Raster => out.extend(0..n),
         ScanKind::Column => {
