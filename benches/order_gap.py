@@ -9,7 +9,7 @@ gradient backward, so training sees the kind of order evaluation uses), with the
 temperature annealed geometrically (1 -> 0.1) for the first 2/3 of the epochs; then its
 Hungarian hard permutation is frozen and the probe trains on it for the rest, and that
 permutation is evaluated. It prints how many positions the learned order moved from its
-init. A few seeds each on the CPU (about 2.5 minutes on one free core; 4 on a loaded
+init. A few seeds each on the CPU (about 1 minute on one free core, 4 on a heavily loaded
 2-core machine); prints test accuracy (mean +- std over seeds) per order and writes JSON to
 bench-results/order_gap.json.
 
