@@ -20,6 +20,7 @@ from ordcore.errors import (
     PluginConflictError,
     UnknownComponentError,
 )
+from ordcore.plugins import create, list_components, list_plugins
 
 __version__: str = _core.__version__
 
@@ -35,6 +36,9 @@ __all__ = [
     "MissingDependencyError",
     "GpuError",
     "BQFitnessWarning",
+    "create",
+    "list_components",
+    "list_plugins",
     "ann",
     "hadamard",
     "packing",

@@ -11,6 +11,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -233,8 +234,50 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from ordcore import plugins
+    from ordcore.errors import PluginConflictError
 
-    return plugins.print_plugins()
+    infos = plugins.list_plugins()
+    try:
+        comps = plugins.list_components(args.kind)
+        conflict = None
+    except PluginConflictError as exc:
+        comps, conflict = [], str(exc)
+    failed = conflict is not None or any(i.status in ("error", "conflict") for i in infos)
+    if args.json:
+        out = {
+            "plugins": [asdict(i) for i in infos],
+            "components": [
+                {
+                    "kind": c.kind,
+                    "name": c.name,
+                    "plugin": c.plugin,
+                    "plugin_version": c.plugin_version,
+                    "requires": list(c.requires),
+                    "missing": c.missing_requirements(),
+                    "description": c.description,
+                }
+                for c in comps
+            ],
+            "conflict": conflict,
+        }
+        print(json.dumps(out, indent=2))
+        return 1 if failed else 0
+    print("plugins:")
+    for info in infos:
+        line = f"  {info.name:<20} {info.version:<10} {info.status:<9}"
+        if info.distribution and info.distribution != info.name:
+            line += f" ({info.distribution})"
+        print(line.rstrip())
+        if info.error:
+            print(f"      {info.error}")
+    if conflict:
+        print(f"\nconflict: {conflict}", file=sys.stderr)
+    print("components:")
+    for c in comps:
+        missing = c.missing_requirements()
+        note = f"  [missing: {', '.join(missing)}]" if missing else ""
+        print(f"  {c.key:<28} {c.plugin:<14} {c.description}{note}")
+    return 1 if failed else 0
 
 
 # --------------------------------------------------------------------------- parser
@@ -250,7 +293,7 @@ _EXAMPLES = {
     "pack": "  ordcore pack lengths.npy --max-len 8192 --algorithm lpfhp --overlong split\n"
     "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz",
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
-    "plugins": "  ordcore plugins",
+    "plugins": "  ordcore plugins\n  ordcore plugins --kind order --json",
     "demo": "  ordcore demo",
 }
 
@@ -344,7 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", help="draw the path (needs matplotlib)")
     p.set_defaults(func=_cmd_scan)
 
-    p = sub.add_parser("plugins", help="list plugins and components", **_parser_class("plugins"))
+    p = sub.add_parser(
+        "plugins",
+        help="list plugins and components",
+        description="List the plugins found through the 'ordcore' entry-point group, their "
+        "status (loaded, error, conflict, disabled), load errors and components.",
+        **_parser_class("plugins"),
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--kind", default=None, help="only list components of this kind")
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser("demo", help="every module on bundled real data", **_parser_class("demo"))

@@ -1,0 +1,200 @@
+"""Shared pieces of the mixers: input checks, ``cu_seqlens`` packing and the base class.
+
+Packed input (``cu_seqlens``, batch 1) is unpacked into a zero-padded batch of the separate
+sequences, run through the batched kernels and packed back. Padding sits at the end of each
+sequence and every kernel treats a padded token as an identity step (zero key/value, zero
+decay), so outputs and final states are exactly those of the separate sequences.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from ordcore.errors import InvalidArgumentError
+
+__all__ = ["RecurrentMixer", "check_x", "check_cu_seqlens", "unpack", "pack"]
+
+
+def check_x(x: Tensor, d_model: int, name: str = "x") -> None:
+    """Raise unless ``x`` is a floating ``(batch, seq, d_model)`` tensor."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    if x.ndim != 3:
+        raise InvalidArgumentError(
+            f"{name}: expected rank 3 (batch, seq, d_model), got shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] != d_model:
+        raise InvalidArgumentError(
+            f"{name}: feature size {x.shape[-1]} does not match d_model={d_model}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(f"{name}: expected a floating dtype, got {x.dtype}")
+
+
+def check_cu_seqlens(cu_seqlens: Tensor, batch: int, seq_len: int) -> Tensor:
+    """Validate ``cu_seqlens`` (as produced by :mod:`ordcore.packing`) and return it as int64.
+
+    Raises
+    ------
+    InvalidArgumentError
+        batch > 1, not 1-D, not starting at 0, not strictly increasing, or not ending at
+        the sequence length.
+    """
+    if batch != 1:
+        raise InvalidArgumentError(
+            f"cu_seqlens: packed input must have batch size 1, got batch={batch}"
+        )
+    cu = torch.as_tensor(cu_seqlens)
+    if cu.ndim != 1 or cu.numel() < 2:
+        raise InvalidArgumentError(
+            f"cu_seqlens: expected a 1-D tensor of at least 2 offsets, got shape {tuple(cu.shape)}"
+        )
+    if cu.is_floating_point() or cu.dtype == torch.bool:
+        raise TypeError(f"cu_seqlens: expected an integer tensor, got {cu.dtype}")
+    cu = cu.to(torch.int64).cpu()
+    if int(cu[0]) != 0:
+        raise InvalidArgumentError(f"cu_seqlens: must start at 0, starts at {int(cu[0])}")
+    if not bool((cu[1:] > cu[:-1]).all()):
+        raise InvalidArgumentError(f"cu_seqlens: must be strictly increasing, got {cu.tolist()}")
+    if int(cu[-1]) != seq_len:
+        raise InvalidArgumentError(
+            f"cu_seqlens: must end at the sequence length {seq_len}, ends at {int(cu[-1])}"
+        )
+    return cu
+
+
+def _index(cu: Tensor, device: torch.device) -> tuple[Tensor, Tensor, int]:
+    lengths = cu[1:] - cu[:-1]
+    max_len = int(lengths.max())
+    pos = torch.arange(max_len)
+    valid = pos[None, :] < lengths[:, None]  # (N, L)
+    src = (cu[:-1, None] + pos[None, :]).clamp(max=int(cu[-1]) - 1)
+    return src.to(device), valid.to(device), max_len
+
+
+def unpack(t: Tensor, cu: Tensor) -> Tensor:
+    """``(1, T, *rest)`` packed -> ``(N, L_max, *rest)`` zero-padded at the end."""
+    src, valid, _ = _index(cu, t.device)
+    out = t[0][src]
+    mask = valid.reshape(*valid.shape, *([1] * (t.ndim - 2)))
+    return out * mask.to(out.dtype)
+
+
+def pack(t: Tensor, cu: Tensor) -> Tensor:
+    """``(N, L_max, *rest)`` -> ``(1, T, *rest)``: the inverse of :func:`unpack`."""
+    _, valid, _ = _index(cu, t.device)
+    return t[valid].unsqueeze(0)
+
+
+class RecurrentMixer(nn.Module):
+    """Base class: ``forward(x, *, cu_seqlens=None, initial_state=None,
+    output_final_state=False) -> (y, final_state or None)`` and ``step(x_t, state)``.
+
+    Subclasses implement :meth:`_inputs` (token-wise projections, shapes ``(B, T, ...)``),
+    :meth:`_kernel` (the batched sequence kernel: ``(inputs, initial_state) -> (o, state)``)
+    and :meth:`_output`. Sequence packing, checks and ``step`` are shared.
+    """
+
+    d_model: int
+    mode: str
+
+    def _inputs(self, x: Tensor) -> tuple[Tensor, ...]:
+        raise NotImplementedError
+
+    def _kernel(
+        self, inputs: tuple[Tensor, ...], initial_state: Tensor | None, mode: str
+    ) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
+
+    def _output(self, o: Tensor, x: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def _check_state(self, state: Tensor, batch: int) -> None:
+        raise NotImplementedError
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        cu_seqlens: Tensor | None = None,
+        initial_state: Tensor | None = None,
+        output_final_state: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """Mix ``x`` of shape ``(batch, seq, d_model)``.
+
+        Parameters
+        ----------
+        x : Tensor, (B, T, d_model), floating
+        cu_seqlens : Tensor, (N + 1,), int, optional
+            Offsets of N packed sequences in a batch-1 ``x`` (``ordcore.packing`` output):
+            the state resets at every boundary.
+        initial_state : Tensor, optional
+            One state per sequence (per batch row, or per packed sequence).
+        output_final_state : bool
+            Also return the state after the last token of each sequence.
+
+        Returns
+        -------
+        y : Tensor, (B, T, d_model)
+        final_state : Tensor or None
+        """
+        check_x(x, self.d_model)
+        batch, seq_len, _ = x.shape
+        inputs = self._inputs(x)
+        cu = None
+        n_seq = batch
+        if cu_seqlens is not None:
+            cu = check_cu_seqlens(cu_seqlens, batch, seq_len)
+            n_seq = cu.numel() - 1
+            inputs = tuple(unpack(t, cu) for t in inputs)
+        if initial_state is not None:
+            self._check_state(initial_state, n_seq)
+        o, state = self._kernel(inputs, initial_state, self.mode)
+        if cu is not None:
+            o = pack(o, cu)
+        y = self._output(o, x)
+        return y, (state if output_final_state else None)
+
+    def step(self, x_t: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Decode one token: ``x_t`` of shape ``(B, d_model)`` -> ``(y_t, new_state)``.
+
+        Equals :meth:`forward` on the whole sequence, one token at a time.
+        """
+        if not isinstance(x_t, Tensor) or x_t.ndim != 2:
+            shape = tuple(x_t.shape) if isinstance(x_t, Tensor) else type(x_t).__name__
+            raise InvalidArgumentError(f"x_t: expected shape (batch, d_model), got {shape}")
+        y, new_state = self.forward(
+            x_t[:, None, :], initial_state=state, output_final_state=True
+        )
+        assert new_state is not None
+        return y[:, 0, :], new_state
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, mode={self.mode!r}"
+
+
+def check_mode(mode: Any, chunk_size: Any) -> None:
+    if mode not in ("chunk", "recurrent"):
+        raise InvalidArgumentError(f"mode: expected 'chunk' or 'recurrent', got {mode!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise InvalidArgumentError(f"chunk_size: expected a positive int, got {chunk_size!r}")
+
+
+def check_state(state: Tensor, shape: tuple[int, ...]) -> None:
+    if not isinstance(state, Tensor) or tuple(state.shape) != shape:
+        got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
+        raise InvalidArgumentError(f"initial_state: expected shape {shape}, got {got}")
+
+
+def pad_time(t: Tensor, multiple: int, dim: int = 1) -> Tensor:
+    """Zero-pad dimension ``dim`` to a multiple of ``multiple``."""
+    n = t.shape[dim]
+    extra = (-n) % multiple
+    if extra == 0:
+        return t
+    shape = list(t.shape)
+    shape[dim] = extra
+    return torch.cat([t, t.new_zeros(shape)], dim=dim)

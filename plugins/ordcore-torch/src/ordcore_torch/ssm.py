@@ -1,0 +1,212 @@
+"""A diagonal linear time-invariant state-space layer with S4D's discretization.
+
+Per channel ``h`` (``d_model`` channels, ``d_state`` complex modes ``n``), continuous
+``A_n = -exp(A_re_log) + i A_im`` (S4D-Lin init ``-1/2 + i pi n``), zero-order hold with
+step ``dt = exp(log_dt)`` (Gu, Gupta, Goel and Re 2022, "On the Parameterization and
+Initialization of Diagonal State Space Models", arXiv:2206.11893)::
+
+    Abar = exp(dt A),  Bbar = (Abar - 1) / A * B
+    s_t = Abar s_{t-1} + Bbar x_t,      y_t = 2 Re(sum_n C_n s_t[n]) + D x_t
+
+The recurrent form is the reference; the chunked form convolves inside each chunk with the
+kernel ``K_l = 2 Re(sum_n C_n Bbar_n Abar_n^l)`` and carries the state between chunks. The
+state has shape ``(N, d_model, d_state)`` (complex).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ordcore.errors import InvalidArgumentError
+from ordcore_torch._base import RecurrentMixer, check_cu_seqlens, check_mode, pad_time, unpack
+
+__all__ = ["DiagonalSSM", "diagonal_ssm_recurrent", "diagonal_ssm_chunk"]
+
+
+def diagonal_ssm_recurrent(
+    x: Tensor, log_abar: Tensor, bbar: Tensor, c: Tensor, initial_state: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """Reference scan without the skip term.
+
+    Parameters
+    ----------
+    x : Tensor, (B, T, H), real
+    log_abar : Tensor, (H, N), complex
+        ``dt * A``, so ``Abar = exp(log_abar)``.
+    bbar, c : Tensor, (H, N), complex
+    initial_state : Tensor, (B, H, N), complex, optional
+
+    Returns
+    -------
+    y : Tensor, (B, T, H), real
+    state : Tensor, (B, H, N), complex
+    """
+    B, T, H = x.shape
+    abar = log_abar.exp()
+    s = x.new_zeros(B, H, bbar.shape[-1], dtype=abar.dtype) if initial_state is None else initial_state
+    ys = []
+    for t in range(T):
+        s = abar * s + bbar * x[:, t, :, None]
+        ys.append(2 * (s * c).sum(-1).real)
+    y = torch.stack(ys, dim=1) if ys else x.new_zeros(B, 0, H)
+    return y, s
+
+
+def diagonal_ssm_chunk(
+    x: Tensor,
+    log_abar: Tensor,
+    bbar: Tensor,
+    c: Tensor,
+    initial_state: Tensor | None = None,
+    chunk_size: int = 64,
+) -> tuple[Tensor, Tensor]:
+    """The chunked form; same arguments and results as :func:`diagonal_ssm_recurrent`."""
+    B, T, H = x.shape
+    Cn = chunk_size
+    xp = pad_time(x, Cn)
+    M = xp.shape[1] // Cn
+    xc = xp.reshape(B, M, Cn, H)
+    ell = torch.arange(Cn, device=x.device, dtype=x.dtype)
+    powers = torch.exp(log_abar[None, :, :] * ell[:, None, None])  # (Cn, H, N): Abar^l
+    kernel = 2 * (c * bbar * powers).sum(-1).real  # (Cn, H)
+    lag = torch.arange(Cn, device=x.device)
+    lag = lag[:, None] - lag[None, :]  # (t, s) -> t - s
+    toeplitz = kernel.T[:, lag.clamp(min=0)] * (lag >= 0)  # (H, t, s)
+    xh = xc.permute(3, 0, 1, 2).reshape(H, B * M, Cn)  # channel-major for batched matmuls
+    y_intra = torch.bmm(xh, toeplitz.transpose(1, 2)).reshape(H, B, M, Cn).permute(1, 2, 3, 0)
+    # state contributions: sum_s Abar^(Cn-1-s) Bbar x_s; output from the carried state:
+    # 2 Re(sum_n C_n Abar^(t+1) s0)
+    zw = (powers.flip(0) * bbar).permute(1, 0, 2)  # (H, s, N)
+    z = torch.bmm(xh.to(zw.dtype), zw).reshape(H, B, M, -1).permute(1, 2, 0, 3)  # (B,M,H,N)
+    out_w = (c * powers * log_abar.exp()).permute(1, 2, 0)  # (H, N, t): C Abar^(t+1)
+    chunk_decay = torch.exp(log_abar * Cn)
+    s = x.new_zeros(B, H, bbar.shape[-1], dtype=powers.dtype) if initial_state is None else initial_state
+    y_inter = []
+    r = T - (M - 1) * Cn  # real tokens in the last chunk (the rest is padding)
+    for m in range(M):
+        y_inter.append(2 * torch.bmm(s.transpose(0, 1), out_w).real.permute(1, 2, 0))
+        if m < M - 1 or r == Cn:
+            s = chunk_decay * s + z[:, m]
+        else:  # padding must not decay the final state
+            w = powers[:r].flip(0) * bbar
+            s = torch.exp(log_abar * r) * s + torch.einsum(
+                "shn,bsh->bhn", w, xc[:, m, :r].to(w.dtype)
+            )
+    y = y_intra + torch.stack(y_inter, dim=1) if M else y_intra
+    y = y.reshape(B, M * Cn, H)[:, :T]
+    return y, s
+
+
+def _final_states(
+    x: Tensor, lengths: Tensor, log_abar: Tensor, bbar: Tensor, s0: Tensor | None
+) -> Tensor:
+    """Exact final state of each zero-padded sequence: ``Abar^L s0 + sum_{s<L}
+    Abar^(L-1-s) Bbar x_s`` (padding must not decay the state)."""
+    N, L, H = x.shape
+    pos = torch.arange(L, device=x.device)
+    expo = (lengths[:, None].to(x.device) - 1 - pos[None, :]).clamp(min=0)  # (N, L)
+    w = torch.exp(log_abar[None, None] * expo[..., None, None].to(x.dtype))  # (N,L,H,Nst)
+    s = torch.einsum("nlhk,hk,nlh->nhk", w, bbar, x.to(w.dtype))
+    if s0 is not None:
+        s = s + torch.exp(log_abar[None] * lengths[:, None, None].to(x.device, x.dtype)) * s0
+    return s
+
+
+class DiagonalSSM(RecurrentMixer):
+    """Diagonal LTI state-space layer (S4D), channel-wise: ``(B, T, d_model) -> (B, T,
+    d_model)``; usable as an order-sensitive probe.
+
+    Parameters
+    ----------
+    d_model : int
+        Channels (each has its own SSM).
+    d_state : int
+        Complex modes per channel.
+    dt_min, dt_max : float
+        Range of the log-uniform initial step.
+    mode : {"chunk", "recurrent"}
+    chunk_size : int
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        *,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+        mode: str = "chunk",
+        chunk_size: int = 64,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
+        super().__init__()
+        check_mode(mode, chunk_size)
+        for name, value in (("d_model", d_model), ("d_state", d_state)):
+            if not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name}: expected a positive int, got {value!r}")
+        if not 0 < dt_min <= dt_max:
+            raise InvalidArgumentError(f"dt_min, dt_max: need 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        kw = {"device": device, "dtype": dtype}
+        self.d_model, self.d_state, self.mode, self.chunk_size = d_model, d_state, mode, chunk_size
+        u = torch.rand(d_model, **kw)
+        self.log_dt = nn.Parameter(u * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min))
+        self.A_re_log = nn.Parameter(torch.full((d_model, d_state), math.log(0.5), **kw))
+        self.A_im = nn.Parameter(math.pi * torch.arange(d_state, **kw).expand(d_model, -1).clone())
+        self.B_re = nn.Parameter(torch.ones(d_model, d_state, **kw))
+        self.B_im = nn.Parameter(torch.zeros(d_model, d_state, **kw))
+        self.C_re = nn.Parameter(torch.randn(d_model, d_state, **kw) * 0.5**0.5)
+        self.C_im = nn.Parameter(torch.randn(d_model, d_state, **kw) * 0.5**0.5)
+        self.D = nn.Parameter(torch.ones(d_model, **kw))
+
+    def discretize(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(log_abar, bbar, c)``, each complex ``(d_model, d_state)``."""
+        A = torch.complex(-self.A_re_log.exp(), self.A_im)
+        dtA = A * self.log_dt.exp()[:, None]
+        bbar = (dtA.exp() - 1) / A * torch.complex(self.B_re, self.B_im)
+        return dtA, bbar, torch.complex(self.C_re, self.C_im)
+
+    def _inputs(self, x: Tensor) -> tuple[Tensor, ...]:
+        return (x,)
+
+    def _kernel(
+        self, inputs: tuple[Tensor, ...], initial_state: Tensor | None, mode: str
+    ) -> tuple[Tensor, Tensor]:
+        (x,) = inputs
+        log_abar, bbar, c = self.discretize()
+        if mode == "recurrent":
+            return diagonal_ssm_recurrent(x, log_abar, bbar, c, initial_state)
+        return diagonal_ssm_chunk(x, log_abar, bbar, c, initial_state, self.chunk_size)
+
+    def _output(self, o: Tensor, x: Tensor) -> Tensor:
+        return o + self.D * x
+
+    def _check_state(self, state: Tensor, batch: int) -> None:
+        shape = (batch, self.d_model, self.d_state)
+        if not isinstance(state, Tensor) or tuple(state.shape) != shape or not state.is_complex():
+            got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
+            raise InvalidArgumentError(f"initial_state: expected a complex tensor of shape {shape}, got {got}")
+
+    def forward(
+        self,
+        x: Tensor,
+        *,
+        cu_seqlens: Tensor | None = None,
+        initial_state: Tensor | None = None,
+        output_final_state: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        y, state = super().forward(
+            x, cu_seqlens=cu_seqlens, initial_state=initial_state,
+            output_final_state=output_final_state,
+        )  # fmt: skip
+        if cu_seqlens is not None and output_final_state:
+            # padding decays an LTI state, so take each sequence's state at its own end
+            cu = check_cu_seqlens(cu_seqlens, x.shape[0], x.shape[1])
+            log_abar, bbar, _ = self.discretize()
+            state = _final_states(unpack(x, cu), cu[1:] - cu[:-1], log_abar, bbar, initial_state)
+        return y, state
+
+

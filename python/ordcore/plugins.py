@@ -1,0 +1,563 @@
+"""ordcore's plugin system: named components contributed through entry points.
+
+A plugin is any installed distribution that declares an entry point in the ``ordcore``
+group. The entry point names a module (or object) holding an implementation of the single
+hook :meth:`HookSpecs.ordcore_register_components`, marked with :data:`hookimpl`::
+
+    # pyproject.toml of the plugin
+    [project.entry-points.ordcore]
+    my_plugin = "my_plugin"
+
+    # my_plugin/__init__.py
+    from ordcore.plugins import hookimpl
+
+    @hookimpl
+    def ordcore_register_components(registry):
+        registry.add("order", "reversed", "my_plugin.orders:reversed_order",
+                     requires=("numpy",), description="the raster scan, backwards")
+
+The host (this module) stamps every component with the plugin and distribution version that
+provided it. Built-in components (the :mod:`ordcore.sfc` scan orders, ``kind="order"``) are
+registered through the same hook by the default plugin :mod:`ordcore._builtin_plugin`.
+
+Discovery is lazy and happens once, on the first call of :func:`create`,
+:func:`list_components` or :func:`list_plugins` (``import ordcore`` never loads a plugin).
+Each entry point is loaded and its hook called inside its own ``try``/``except``: a broken
+plugin is listed by :func:`list_plugins` with its error, and one :class:`PluginLoadWarning`
+is issued for it. Two plugins registering the same ``(kind, name)`` make :func:`create` and
+:func:`list_components` raise :class:`~ordcore.errors.PluginConflictError` naming both
+providers (the second plugin's components are not registered).
+
+Environment variables (read at discovery; call :func:`reload_plugins` after changing them):
+
+``ORDCORE_DISABLE_PLUGINS``
+    ``1``/``true``/``all``: load no external plugin. Otherwise a comma-separated list of
+    plugin names (entry-point or distribution names) to skip.
+``ORDCORE_LOAD_PLUGINS``
+    A comma-separated allow-list: only these external plugins load (an empty value loads
+    none). Built-in components are always available.
+``ORDCORE_TRACE_PLUGINS``
+    ``1``: print every discovery step and hook call to standard error.
+
+The pattern follows llm and conda (one entry-point group, one prefixed hook, the host stamps
+providers) and datasette (built-ins are plugins too), on top of pluggy.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import re
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pluggy
+
+from ordcore.errors import (
+    InvalidArgumentError,
+    MissingDependencyError,
+    PluginConflictError,
+    UnknownComponentError,
+)
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "HookSpecs",
+    "hookspec",
+    "hookimpl",
+    "Registry",
+    "Component",
+    "PluginInfo",
+    "PluginLoadWarning",
+    "create",
+    "get_component",
+    "list_components",
+    "list_plugins",
+    "reload_plugins",
+]
+
+ENTRY_POINT_GROUP = "ordcore"
+"""The entry-point group plugins declare (``[project.entry-points.ordcore]``)."""
+
+BUILTIN_PLUGIN = "ordcore"
+"""The name under which the built-in components are listed."""
+
+hookspec = pluggy.HookspecMarker("ordcore")
+"""Marks a hook specification (used by ordcore itself)."""
+
+hookimpl = pluggy.HookimplMarker("ordcore")
+"""Marks a plugin's hook implementation: ``@hookimpl def ordcore_register_components(...)``."""
+
+Factory = Callable[..., Any]
+PluginStatus = Literal["loaded", "error", "conflict", "disabled"]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+_REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*)")
+_TRUE = {"1", "true", "yes", "on", "all"}
+
+
+class PluginLoadWarning(UserWarning):
+    """A plugin failed to import or to register its components (issued once per plugin)."""
+
+
+class HookSpecs:
+    """The hook specifications of ordcore (the namespace pluggy validates plugins against)."""
+
+    @hookspec
+    def ordcore_register_components(self, registry: Registry) -> None:
+        """Register this plugin's components.
+
+        Parameters
+        ----------
+        registry : Registry
+            Call ``registry.add(kind, name, factory, requires=..., description=...)`` once
+            per component. Do not import heavy dependencies here: pass ``factory`` as a
+            ``"module:attr"`` string, resolved only when the component is created.
+        """
+
+
+@dataclass(frozen=True)
+class Component:
+    """One registered component.
+
+    Attributes
+    ----------
+    kind, name : str
+        The key users pass to :func:`create` (e.g. ``"mixer"``, ``"gated_deltanet"``).
+    factory : callable or str
+        A callable, or a ``"module:attr"`` string resolved at creation time.
+    requires : tuple of str
+        Distributions (PEP 508 names, version specifiers ignored) that must be installed.
+    description : str
+        One line shown by ``python -m ordcore plugins``.
+    plugin, plugin_version : str
+        The plugin that registered it and the version of the distribution providing it.
+    """
+
+    kind: str
+    name: str
+    factory: Factory | str = field(repr=False)
+    requires: tuple[str, ...]
+    description: str
+    plugin: str
+    plugin_version: str
+
+    @property
+    def key(self) -> str:
+        """``"kind/name"``."""
+        return f"{self.kind}/{self.name}"
+
+    def missing_requirements(self) -> list[str]:
+        """The entries of :attr:`requires` that are not installed."""
+        return [req for req in self.requires if not _is_installed(req)]
+
+    def resolve(self) -> Factory:
+        """Import and return the factory (checking :attr:`requires` first).
+
+        Raises
+        ------
+        MissingDependencyError
+            A requirement is not installed, or importing the factory's module fails with
+            an ``ImportError``; the message says what to ``pip install``.
+        """
+        missing = self.missing_requirements()
+        if missing:
+            raise MissingDependencyError(
+                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
+                f"needs {', '.join(missing)}: pip install {' '.join(_quote(m) for m in missing)}"
+            )
+        if callable(self.factory):
+            return self.factory
+        module_name, _, attr = self.factory.partition(":")
+        try:
+            obj: Any = importlib.import_module(module_name)
+        except ImportError as exc:
+            pkg = (exc.name or module_name).split(".")[0]
+            raise MissingDependencyError(
+                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
+                f"could not import {module_name!r} ({exc}); try: pip install {pkg}"
+            ) from exc
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        if not callable(obj):
+            raise TypeError(f"factory {self.factory!r} of {self.key!r} is not callable")
+        return obj  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What :func:`list_plugins` reports about one plugin.
+
+    Attributes
+    ----------
+    name : str
+        The entry-point name (``"ordcore"`` for the built-in components).
+    version : str
+        The providing distribution's version (``""`` when unknown).
+    distribution : str
+        The providing distribution's name.
+    components : tuple of str
+        ``"kind/name"`` of every component it registered.
+    status : {"loaded", "error", "conflict", "disabled"}
+    error : str or None
+        The exception text when ``status`` is ``"error"`` or ``"conflict"``.
+    """
+
+    name: str
+    version: str
+    distribution: str
+    components: tuple[str, ...]
+    status: PluginStatus
+    error: str | None = None
+
+
+class Registry:
+    """The typed object passed to ``ordcore_register_components``.
+
+    Plugins only call :meth:`add`. The host creates one registry per plugin so it can
+    stamp the provider on each component.
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        version: str,
+        existing: Mapping[tuple[str, str], Component] | None = None,
+    ) -> None:
+        self._plugin = plugin
+        self._version = version
+        self._existing: Mapping[tuple[str, str], Component] = existing or {}
+        self._added: dict[tuple[str, str], Component] = {}
+
+    @property
+    def plugin(self) -> str:
+        """The plugin whose components this registry collects."""
+        return self._plugin
+
+    def add(
+        self,
+        kind: str,
+        name: str,
+        factory: Factory | str,
+        *,
+        requires: Iterable[str] = (),
+        description: str = "",
+    ) -> None:
+        """Register the component ``(kind, name)``.
+
+        Parameters
+        ----------
+        kind : str
+            The component family, e.g. ``"order"``, ``"mixer"``, ``"probe"``.
+        name : str
+            Lower case letters, digits, ``_``, ``-``, ``.``; unique within ``kind``.
+        factory : callable or str
+            Called with the keyword arguments of :func:`create`. A ``"module:attr"`` string
+            is imported only at creation, so discovery stays cheap (no torch import).
+        requires : iterable of str
+            Distributions that must be installed to create it, e.g. ``("torch",)``.
+        description : str
+            One line for listings.
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``kind``/``name`` is not a valid name, or ``factory`` is neither callable nor a
+            ``"module:attr"`` string.
+        PluginConflictError
+            ``(kind, name)`` is already registered (by another plugin or this one).
+        """
+        for arg, value in (("kind", kind), ("name", name)):
+            if not isinstance(value, str) or not _NAME_RE.match(value):
+                raise InvalidArgumentError(
+                    f"{arg}: {value!r} is not a valid component {arg} "
+                    "(lower case letters, digits, '_', '-', '.')"
+                )
+        if isinstance(factory, str):
+            module_name, sep, attr = factory.partition(":")
+            if not sep or not module_name or not attr:
+                raise InvalidArgumentError(
+                    f"factory: {factory!r} is not a 'module:attr' string"
+                )
+        elif not callable(factory):
+            raise InvalidArgumentError(f"factory: {factory!r} is neither callable nor a string")
+        reqs = tuple(requires)
+        for req in reqs:
+            if not isinstance(req, str) or not _REQ_NAME_RE.match(req):
+                raise InvalidArgumentError(f"requires: {req!r} is not a distribution name")
+        key = (kind, name)
+        previous = self._existing.get(key) or self._added.get(key)
+        if previous is not None:
+            raise PluginConflictError(
+                f"component '{kind}/{name}' is registered by two plugins: "
+                f"{_provider(previous.plugin, previous.plugin_version)} and "
+                f"{_provider(self._plugin, self._version)}; uninstall one, or set "
+                f"ORDCORE_DISABLE_PLUGINS={self._plugin}"
+            )
+        self._added[key] = Component(
+            kind=kind,
+            name=name,
+            factory=factory,
+            requires=reqs,
+            description=description,
+            plugin=self._plugin,
+            plugin_version=self._version,
+        )
+
+    def components(self) -> dict[tuple[str, str], Component]:
+        """The components added through this registry so far."""
+        return dict(self._added)
+
+
+# --------------------------------------------------------------------------------------
+# The host
+
+
+class _Host:
+    """The discovered state: plugin manager, components, plugin listing, conflicts."""
+
+    def __init__(self) -> None:
+        self.trace = os.environ.get("ORDCORE_TRACE_PLUGINS", "").strip().lower() in _TRUE
+        self.pm = pluggy.PluginManager("ordcore")
+        self.pm.add_hookspecs(HookSpecs)
+        if self.trace:
+            self.pm.trace.root.setwriter(lambda msg: print(msg, end="", file=sys.stderr))
+            self.pm.enable_tracing()
+        self.components: dict[tuple[str, str], Component] = {}
+        self.plugins: list[PluginInfo] = []
+        self.conflicts: list[str] = []
+        self._discover()
+
+    def _log(self, msg: str) -> None:
+        if self.trace:
+            print(f"ordcore.plugins: {msg}", file=sys.stderr)
+
+    def _discover(self) -> None:
+        from ordcore import _builtin_plugin
+
+        version = _dist_version("ordcore")
+        self._register(BUILTIN_PLUGIN, "ordcore", version, _builtin_plugin)
+
+        disable = os.environ.get("ORDCORE_DISABLE_PLUGINS", "").strip()
+        allow_env = os.environ.get("ORDCORE_LOAD_PLUGINS")
+        allow = None if allow_env is None else _split(allow_env)
+        disable_all = disable.lower() in _TRUE
+        blocked = set() if disable_all else _split(disable)
+
+        eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+        seen: set[tuple[str, str, str]] = set()
+        for ep in eps:
+            dist = getattr(ep, "dist", None)
+            dist_name = dist.name if dist is not None else ""
+            dist_version = dist.version if dist is not None else ""
+            if (ep.name, ep.value, dist_name) in seen:  # one distribution seen twice on sys.path
+                continue
+            seen.add((ep.name, ep.value, dist_name))
+            names = {ep.name, dist_name}
+            if disable_all or names & blocked or (allow is not None and not names & allow):
+                why = "ORDCORE_DISABLE_PLUGINS" if disable_all or names & blocked else (
+                    "not in ORDCORE_LOAD_PLUGINS"
+                )
+                self._log(f"skip {ep.name} ({why})")
+                self.plugins.append(
+                    PluginInfo(ep.name, dist_version, dist_name, (), "disabled", why)
+                )
+                continue
+            self._log(f"load {ep.name} = {ep.value} from {dist_name} {dist_version}")
+            try:
+                obj = ep.load()
+            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
+                self._fail(ep.name, dist_version, dist_name, exc, "error", "could not be imported")
+                continue
+            self._register(ep.name, dist_name, dist_version, obj)
+
+    def _register(self, name: str, dist_name: str, version: str, obj: object) -> None:
+        registry = Registry(name, version, self.components)
+        try:
+            if self.pm.is_registered(obj):
+                raise ValueError(f"the object {obj!r} is already registered by another plugin")
+            self.pm.register(obj, name=name)
+            others = [p for p in self.pm.get_plugins() if p is not obj]
+            caller = self.pm.subset_hook_caller("ordcore_register_components", others)
+            self._log(f"call ordcore_register_components of {name}")
+            caller(registry=registry)
+        except PluginConflictError as exc:
+            self.conflicts.append(str(exc))
+            self._fail(name, version, dist_name, exc, "conflict", "conflicts with another plugin")
+            return
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
+            self._fail(name, version, dist_name, exc, "error", "failed to register")
+            return
+        added = registry.components()
+        self.components.update(added)
+        keys = tuple(sorted(f"{k}/{n}" for k, n in added))
+        self._log(f"{name}: registered {', '.join(keys) or 'nothing'}")
+        self.plugins.append(PluginInfo(name, version, dist_name, keys, "loaded"))
+
+    def _fail(
+        self,
+        name: str,
+        version: str,
+        dist_name: str,
+        exc: BaseException,
+        status: PluginStatus,
+        what: str,
+    ) -> None:
+        if self.pm.has_plugin(name):
+            self.pm.unregister(name=name)
+        error = f"{type(exc).__name__}: {exc}"
+        self._log(f"{name}: {what}: {error}")
+        self.plugins.append(PluginInfo(name, version, dist_name, (), status, error))
+        warnings.warn(
+            f"ordcore plugin {name!r} ({dist_name} {version}) {what} and is ignored: {error}",
+            PluginLoadWarning,
+            stacklevel=5,
+        )
+
+    def check_conflicts(self) -> None:
+        if self.conflicts:
+            raise PluginConflictError("; ".join(self.conflicts))
+
+
+_lock = threading.RLock()
+_host_state: _Host | None = None
+
+
+def _host() -> _Host:
+    global _host_state
+    with _lock:
+        if _host_state is None:
+            _host_state = _Host()
+        return _host_state
+
+
+def reload_plugins() -> None:
+    """Forget the discovered plugins; the next call discovers them again (re-reading the
+    environment variables). Mostly useful in tests and after ``pip install``."""
+    global _host_state
+    with _lock:
+        _host_state = None
+        importlib.invalidate_caches()
+
+
+def list_plugins() -> list[PluginInfo]:
+    """Every plugin found, the built-in one first, with its status and load error.
+
+    Never raises for a broken or conflicting plugin (that is what this listing is for).
+    """
+    return list(_host().plugins)
+
+
+def list_components(kind: str | None = None) -> list[Component]:
+    """The registered components, sorted by ``(kind, name)``, optionally of one kind.
+
+    Raises
+    ------
+    PluginConflictError
+        Two plugins registered the same ``(kind, name)`` (the message names both).
+    """
+    host = _host()
+    host.check_conflicts()
+    comps = sorted(host.components.values(), key=lambda c: (c.kind, c.name))
+    return [c for c in comps if kind is None or c.kind == kind]
+
+
+def get_component(kind: str, name: str) -> Component:
+    """The registered component ``(kind, name)``.
+
+    Raises
+    ------
+    UnknownComponentError
+        No such component (a ``KeyError``); the message lists close matches.
+    PluginConflictError
+        See :func:`list_components`.
+    """
+    host = _host()
+    host.check_conflicts()
+    comp = host.components.get((kind, name))
+    if comp is not None:
+        return comp
+    kinds = sorted({k for k, _ in host.components})
+    if kind not in kinds:
+        close = difflib.get_close_matches(kind, kinds, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownComponentError(
+            f"unknown component kind {kind!r}{hint} (known kinds: {', '.join(kinds)})"
+        )
+    names = sorted(n for k, n in host.components if k == kind)
+    close = difflib.get_close_matches(name, names, n=5, cutoff=0.5)
+    if close:
+        hint = f"; close matches: {', '.join(repr(c) for c in close)}"
+    else:
+        hint = f"; known {kind} components: {', '.join(names)}"
+    raise UnknownComponentError(f"unknown {kind} component {name!r}{hint}")
+
+
+def create(kind: str, name: str, /, **kwargs: Any) -> Any:
+    """Create the component ``(kind, name)``: ``factory(**kwargs)``.
+
+    Parameters
+    ----------
+    kind, name : str
+        E.g. ``("order", "hilbert")`` (built in) or ``("mixer", "gated_deltanet")``
+        (from ``ordcore-torch``). See :func:`list_components`.
+    **kwargs
+        Passed to the component's factory.
+
+    Raises
+    ------
+    UnknownComponentError
+        No such component (a ``KeyError``); the message lists close matches.
+    MissingDependencyError
+        The component needs a package that is not installed; the message says what to
+        ``pip install``.
+    PluginConflictError
+        Two plugins registered the same ``(kind, name)``.
+    """
+    return get_component(kind, name).resolve()(**kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+
+
+def _split(value: str) -> set[str]:
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def _provider(plugin: str, version: str) -> str:
+    return f"plugin {plugin!r} {version}".rstrip()
+
+
+def _quote(req: str) -> str:
+    return f"'{req}'" if any(c in req for c in "<>=!~[; ") else req
+
+
+def _dist_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _is_installed(req: str) -> bool:
+    match = _REQ_NAME_RE.match(req)
+    if match is None:
+        return False
+    name = match.group(1)
+    try:
+        importlib.metadata.distribution(name)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:  # an importable module of that name (e.g. a source checkout on sys.path)
+        return importlib.util.find_spec(name.replace("-", "_")) is not None
+    except (ImportError, ValueError):
+        return False
