@@ -144,8 +144,10 @@ def _cmd_index_eval(args: argparse.Namespace) -> int:
 
 def _cmd_index_info(args: argparse.Namespace) -> int:
     index = _load_index(args.index)
-    for key, value in index.info().items():
-        print(f"{key:<16}{value}")
+    print(f"{'file':<16}{args.index}")
+    print(f"{'vectors':<16}{len(index):,}")
+    for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed"):
+        print(f"{key:<16}{getattr(index, key)}")
     for part, nbytes in index.memory_usage().items():
         print(f"memory {part:<9}{_fmt_bytes(nbytes)}")
     return 0
@@ -163,7 +165,10 @@ def _print_pack_stats(lengths: np.ndarray, max_len: int, plan: Any, seconds: flo
     print(f"efficiency         {stats.efficiency:.4%}")
     unpacked_eff = real / max(unpacked_rows * max_len, 1)
     print(f"unpacked padding   {1 - unpacked_eff:.2%} -> packed padding {1 - stats.efficiency:.2%}")
-    print(f"lower bound        {stats.lower_bound:,} packs (Martello-Toth L2: {stats.lower_bound_l2:,})")
+    print(
+        f"lower bound        {stats.lower_bound_sum:,} packs (ceil(sum/L)); "
+        f"Martello-Toth L2: {stats.lower_bound_l2:,}"
+    )
     print(f"dropped tokens     {stats.dropped_tokens:,}; split sequences {stats.split_sequences:,}")
     print(f"planning time      {seconds * 1e3:.1f} ms")
 
