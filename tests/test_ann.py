@@ -493,3 +493,13 @@ def test_fitness_warning_and_report() -> None:
     rot.add(x)  # fit once rotated: no warning (pytest turns warnings into errors)
     with pytest.raises(ValueError, match="k"):
         ann.bq_fitness(x[:5], k=10)
+
+
+def test_k_at_least_live_returns_every_live_vector_after_removals() -> None:
+    x = _gauss(800, 16, 21)
+    idx = _index(x)
+    idx.remove(np.arange(0, 800, 2))
+    ids, d = idx.search(x[:3], k=450)
+    for row in ids:
+        assert sorted(row[:400].tolist()) == list(range(1, 800, 2))
+        assert np.all(row[400:] == -1)

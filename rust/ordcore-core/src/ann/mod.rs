@@ -885,6 +885,13 @@ impl BQGraphIndex {
         let qs = prepare_rows(q, dim, metric);
         let ef = ef_search.max(k);
         let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
+        // Removed nodes still occupy beam slots: widen the beam by as many (at most 2x), and
+        // visit everything when `k` asks for every live vector.
+        let beam = if k >= self.len() {
+            self.n_nodes()
+        } else {
+            ef + self.n_deleted.min(ef)
+        };
         let mut ids = vec![-1i64; nq * k];
         let mut ds = vec![f32::INFINITY; nq * k];
         if self.is_empty() {
@@ -893,7 +900,7 @@ impl BQGraphIndex {
         let vecs = self.vectors.as_slice();
         let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
             let qc = self.encode_query(qr)?;
-            let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, ef, graph::dup_cap(ef).max(k), None));
+            let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, beam, graph::dup_cap(ef).max(k), None));
             let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
             let mut res: Vec<(f32, u32)> = if rerank {
                 let mut v: Vec<(f32, u32)> = live
