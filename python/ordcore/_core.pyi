@@ -230,6 +230,15 @@ def packing_materialize(
 
 # --- ann ---
 
+__all__ += [
+    "BQGraphIndex",
+    "ann_code_distance",
+    "ann_encode",
+    "ann_exact_search",
+    "ann_fitness_recall",
+    "ann_has_popcnt",
+]
+
 import os as _os
 from collections.abc import Callable as _Callable
 

@@ -78,8 +78,8 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     print(f"vectors      {len(index):,}")
     print(f"dimension    {X.shape[1]}")
     print(f"build time   {build_s:.2f} s")
-    for part, nbytes in mem.items():
-        print(f"memory {part:<14}{_fmt_bytes(nbytes)}")
+    for part in ("codes", "graph", "float_vectors"):
+        print(f"memory {part:<14}{_fmt_bytes(mem[part])}")
     print(f"saved        {args.output}")
     return 0
 
@@ -148,8 +148,10 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     print(f"{'vectors':<16}{len(index):,}")
     for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed"):
         print(f"{key:<16}{getattr(index, key)}")
-    for part, nbytes in index.memory_usage().items():
-        print(f"memory {part:<9}{_fmt_bytes(nbytes)}")
+    mem = index.memory_usage()
+    for part in ("codes", "graph", "float_vectors"):
+        print(f"memory {part:<9}{_fmt_bytes(mem[part])}")
+    print(f"{'vectors mapped':<16}{mem['float_vectors_mapped']}")
     return 0
 
 
@@ -326,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ordcore {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     index = sub.add_parser("index", help="build, search, evaluate and inspect BQ graph indexes")
     isub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
@@ -419,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ordcore`` console script. Returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     try:
         result: int = args.func(args)
         return result
