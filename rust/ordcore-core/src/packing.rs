@@ -887,11 +887,11 @@ fn assign_recipe(
     }
     let shuffle = |(s, g): (usize, &mut &mut [u32])| {
         // Fisher-Yates with the counter-based generator keyed by (seed, stream, size).
-        let stream = STREAM_ASSIGN ^ ((s as u64) << 32);
+        let stream = rng::CounterStream::new(seed, STREAM_ASSIGN ^ ((s as u64) << 32));
         for i in (1..g.len()).rev() {
             // Multiply-shift maps the 64-bit draw to 0..=i (bias below 2^-30 for any
             // realistic group; avoids a 64-bit division per swap).
-            let r = rng::counter_u64(seed, stream, i as u64);
+            let r = stream.at(i as u64);
             let j = ((r as u128 * (i as u128 + 1)) >> 64) as usize;
             g.swap(i, j);
         }

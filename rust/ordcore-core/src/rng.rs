@@ -26,9 +26,32 @@ pub fn mix64(mut z: u64) -> u64 {
 /// The 64-bit value at `(seed, stream, index)`.
 #[inline]
 pub fn counter_u64(seed: u64, stream: u64, index: u64) -> u64 {
-    let k = mix64(seed.wrapping_add(GOLDEN));
-    let k = mix64(k ^ stream.wrapping_add(GOLDEN));
-    mix64(k ^ index.wrapping_add(GOLDEN))
+    CounterStream::new(seed, stream).at(index)
+}
+
+/// The values of one `(seed, stream)` pair, with the first two mixing rounds done once:
+/// `CounterStream::new(seed, stream).at(i) == counter_u64(seed, stream, i)` for every `i`,
+/// at a third of the cost per draw.
+#[derive(Clone, Copy, Debug)]
+pub struct CounterStream {
+    key: u64,
+}
+
+impl CounterStream {
+    /// The stream `(seed, stream)`.
+    #[inline]
+    pub fn new(seed: u64, stream: u64) -> Self {
+        let k = mix64(seed.wrapping_add(GOLDEN));
+        CounterStream {
+            key: mix64(k ^ stream.wrapping_add(GOLDEN)),
+        }
+    }
+
+    /// The 64-bit value at `index`.
+    #[inline]
+    pub fn at(&self, index: u64) -> u64 {
+        mix64(self.key ^ index.wrapping_add(GOLDEN))
+    }
 }
 
 /// A uniform double in `[0, 1)` with 53 random bits.
@@ -61,6 +84,16 @@ mod tests {
         assert!(a.iter().eq(b.iter().rev()));
         assert_ne!(counter_u64(7, 3, 0), counter_u64(7, 4, 0));
         assert_ne!(counter_u64(7, 3, 0), counter_u64(8, 3, 0));
+    }
+
+    #[test]
+    fn stream_equals_counter() {
+        for (seed, stream) in [(0u64, 0u64), (7, 3), (u64::MAX, 1 << 40)] {
+            let st = CounterStream::new(seed, stream);
+            for i in [0u64, 1, 2, 1000, u64::MAX] {
+                assert_eq!(st.at(i), counter_u64(seed, stream, i));
+            }
+        }
     }
 
     #[test]
