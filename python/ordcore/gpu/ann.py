@@ -95,6 +95,27 @@ def _prepare(cp: Any, x: Any, metric: int) -> Any:
     return out
 
 
+def _check_k(k: int) -> None:
+    if k < 1:
+        raise InvalidArgumentError(f"k: must be at least 1, got {k}")
+
+
+def _check_dims(q: Any, x: Any) -> None:
+    if q.shape[1] != x.shape[1]:
+        raise InvalidArgumentError(f"Q: dimension {q.shape[1]} does not match the dimension {x.shape[1]} of X")
+
+
+def _prepared_pair(bnd: Boundary, X: object, Q: object, m: int) -> tuple[Any, Any]:
+    """Float rows of ``X`` and ``Q`` (same dimension), validated and prepared for ``m``."""
+    cp = bnd.cp
+    x = _rows(bnd, X, "X")
+    q = _rows(bnd, Q, "Q")
+    _check_dims(q, x)
+    _validate(cp, x, m, "X")
+    _validate(cp, q, m, "Q")
+    return _prepare(cp, x, m), _prepare(cp, q, m)
+
+
 def _encode_prepared(cp: Any, x: Any, bits: int) -> Any:
     n, d = x.shape
     w = (d + 63) // 64
@@ -257,8 +278,7 @@ def code_search(qcodes: Any, codes: Any, k: int, *, dim: int, bits: int = 2) -> 
     distance, ties to the smaller row, padded with ``-1`` / ``+inf`` past ``len(codes)``.
     """
     b = _bits(bits)
-    if k < 1:
-        raise InvalidArgumentError(f"k: must be at least 1, got {k}")
+    _check_k(k)
     bnd = enter(qcodes)
     cp = bnd.cp
     with bnd.active():
@@ -291,15 +311,13 @@ def rerank(Q: Any, X: Any, candidates: Any, k: int, *, metric: str = "cosine") -
     on the device first (pass them raw, as to the CPU API).
     """
     m = _metric(metric)
-    if k < 1:
-        raise InvalidArgumentError(f"k: must be at least 1, got {k}")
+    _check_k(k)
     bnd = enter(Q)
     cp = bnd.cp
     with bnd.active():
         q = _rows(bnd, Q, "Q")
         x = _rows(bnd, X, "X")
-        if q.shape[1] != x.shape[1]:
-            raise InvalidArgumentError(f"Q: dimension {q.shape[1]} does not match the dimension {x.shape[1]} of X")
+        _check_dims(q, x)
         cand = cp.ascontiguousarray(bnd.to_cupy(candidates).astype(cp.int64, copy=False))
         if cand.ndim != 2 or cand.shape[0] != q.shape[0]:
             raise InvalidArgumentError(f"candidates: must have shape ({q.shape[0]}, C), got {cand.shape}")
@@ -318,18 +336,11 @@ def exact_search(X: Any, Q: Any, k: int, *, metric: str = "cosine") -> tuple[Any
     padding ``-1`` / ``+inf``.
     """
     m = _metric(metric)
-    if k < 1:
-        raise InvalidArgumentError(f"k: must be at least 1, got {k}")
+    _check_k(k)
     bnd = enter(X)
     cp = bnd.cp
     with bnd.active():
-        x = _rows(bnd, X, "X")
-        q = _rows(bnd, Q, "Q")
-        if q.shape[1] != x.shape[1]:
-            raise InvalidArgumentError(f"Q: dimension {q.shape[1]} does not match the dimension {x.shape[1]} of X")
-        _validate(cp, x, m, "X")
-        _validate(cp, q, m, "Q")
-        x, q = _prepare(cp, x, m), _prepare(cp, q, m)
+        x, q = _prepared_pair(bnd, X, Q, m)
         b, n = int(q.shape[0]), int(x.shape[0])
         qq = (q * q).sum(axis=1)[:, None] if m == 2 else None
         chunk = max(1, _CHUNK_KEYS // max(b, 1))
@@ -360,20 +371,13 @@ def candidate_search(
     ``X``, unless its ``codes`` are given), take the ``n_candidates`` (default ``4 k``)
     nearest codes per query, return the ``k`` nearest of them by float distance."""
     m, b = _metric(metric), _bits(bits)
-    if k < 1:
-        raise InvalidArgumentError(f"k: must be at least 1, got {k}")
+    _check_k(k)
     nc = max(k, 4 * k if n_candidates is None else int(n_candidates))
     bnd = enter(X)
     cp = bnd.cp
     with bnd.active():
-        x = _rows(bnd, X, "X")
-        q = _rows(bnd, Q, "Q")
+        x, q = _prepared_pair(bnd, X, Q, m)
         dim = int(x.shape[1])
-        if q.shape[1] != dim:
-            raise InvalidArgumentError(f"Q: dimension {q.shape[1]} does not match the dimension {dim} of X")
-        _validate(cp, x, m, "X")
-        _validate(cp, q, m, "Q")
-        x, q = _prepare(cp, x, m), _prepare(cp, q, m)
         c = _encode_prepared(cp, x, b) if codes is None else _code_matrix(bnd, codes, dim, b, "codes")
         if c.shape[0] != x.shape[0]:
             raise InvalidArgumentError(f"codes: {c.shape[0]} rows for {x.shape[0]} vectors")

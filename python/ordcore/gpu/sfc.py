@@ -83,6 +83,20 @@ def _int(name: str, v: object) -> int:
         raise DTypeError(f"{name}: must be an integer, got {type(v).__name__}") from None
 
 
+def _launch(cp: Any, kernel: str, src: Any, ndim: int, nbits: int, msb_first: bool | None, out: Any) -> int | None:
+    """Run ``kernel`` over the ``n = len(src) > 0`` rows into ``out``; the first row the kernel
+    flagged as out of range, or None."""
+    n = int(src.shape[0])
+    bad = cp.full(1, _NO_ROW, dtype=cp.uint64)
+    args: tuple[Any, ...] = (src, np.int64(n), np.int32(ndim), np.int32(nbits))
+    if msb_first is not None:
+        args += (np.int32(msb_first),)
+    args += (out, bad)
+    launch(get_kernel("sfc", kernel), (grid_for(n, _BLOCK),), (_BLOCK,), args)
+    row = int(bad.get()[0])
+    return None if row == _NO_ROW else row
+
+
 def _encode(kind: str, coords: Any, nbits: int, msb_first: bool | None) -> Any:
     nbits = _int("nbits", nbits)
     bnd = enter(coords)
@@ -97,15 +111,8 @@ def _encode(kind: str, coords: Any, nbits: int, msb_first: bool | None) -> Any:
         out = cp.empty(n, dtype=cp.uint64)
         if n == 0:
             return bnd.back(out)
-        bad = cp.full(1, _NO_ROW, dtype=cp.uint64)
-        kern = get_kernel("sfc", f"{kind}_encode<{c}, {_ds(d)}>")
-        args: tuple[Any, ...] = (a, np.int64(n), np.int32(d), np.int32(nbits))
-        if msb_first is not None:
-            args += (np.int32(msb_first),)
-        args += (out, bad)
-        launch(kern, (grid_for(n, _BLOCK),), (_BLOCK,), args)
-        row = int(bad.get()[0])
-        if row != _NO_ROW:
+        row = _launch(cp, f"{kind}_encode<{c}, {_ds(d)}>", a, d, nbits, msb_first, out)
+        if row is not None:
             _raise_bad("coordinates", "coords", row, a[row].get().tolist(), f"[0, 2^{nbits}) (nbits = {nbits})")
         return bnd.back(out)
 
@@ -123,15 +130,8 @@ def _decode(kind: str, codes: Any, nbits: int, ndim: int, msb_first: bool | None
         out = cp.empty((n, ndim), dtype=cp.uint64)
         if n == 0:
             return bnd.back(out)
-        bad = cp.full(1, _NO_ROW, dtype=cp.uint64)
-        kern = get_kernel("sfc", f"{kind}_decode<{_ds(ndim)}>")
-        args: tuple[Any, ...] = (h, np.int64(n), np.int32(ndim), np.int32(nbits))
-        if msb_first is not None:
-            args += (np.int32(msb_first),)
-        args += (out, bad)
-        launch(kern, (grid_for(n, _BLOCK),), (_BLOCK,), args)
-        row = int(bad.get()[0])
-        if row != _NO_ROW:
+        row = _launch(cp, f"{kind}_decode<{_ds(ndim)}>", h, ndim, nbits, msb_first, out)
+        if row is not None:
             total = ndim * nbits
             _raise_bad("index", arg, row, int(h[row : row + 1].get()[0]), f"[0, 2^{total}) (D * nbits = {total})")
         return bnd.back(out)

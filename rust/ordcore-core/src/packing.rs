@@ -742,8 +742,8 @@ fn finish_plan(
     Ok(plan)
 }
 
-/// Plans packs for `lengths` with one of the Rust algorithms.
-pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result<Plan> {
+/// [`make_items`], checking that the segments can be numbered with `u32` slots.
+fn plannable_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
     let items = make_items(lengths, opts)?;
     ensure!(
         items.size.len() < u32::MAX as usize,
@@ -751,6 +751,12 @@ pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result
         "at most {} segments can be planned at once",
         u32::MAX - 1
     );
+    Ok(items)
+}
+
+/// Plans packs for `lengths` with one of the Rust algorithms.
+pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result<Plan> {
+    let items = plannable_items(lengths, opts)?;
     let max_len = opts.max_len as u32;
     let limit = opts.max_seqs_per_pack.unwrap_or(usize::MAX);
     match algorithm {
@@ -806,13 +812,7 @@ pub fn plan_from_recipe(
     recipe_lengths: &[i64],
     opts: &PlanOptions,
 ) -> Result<Plan> {
-    let items = make_items(lengths, opts)?;
-    ensure!(
-        items.size.len() < u32::MAX as usize,
-        "lengths",
-        "at most {} segments can be planned at once",
-        u32::MAX - 1
-    );
+    let items = plannable_items(lengths, opts)?;
     ensure!(
         recipe_offsets.len() == counts.len() + 1
             && recipe_offsets.first() == Some(&0)
@@ -992,6 +992,18 @@ enum Coverage<'a> {
     },
 }
 
+/// The source sequence of slot `k` of `plan`, checked to be below `n`.
+#[inline]
+fn seq_of(plan: &Plan, k: usize, n: usize) -> Result<usize> {
+    let i = plan.seq_index[k];
+    ensure!(
+        i >= 0 && (i as usize) < n,
+        "plan",
+        "segment {k} refers to sequence {i}, out of range"
+    );
+    Ok(i as usize)
+}
+
 fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
     let l = plan.max_len;
     ensure!(
@@ -1050,12 +1062,7 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
         );
         let mut used = 0i64;
         for k in off[p] as usize..off[p + 1] as usize {
-            let i = plan.seq_index[k];
-            ensure!(
-                i >= 0 && (i as usize) < n,
-                "plan",
-                "segment {k} refers to sequence {i}, out of range"
-            );
+            seq_of(plan, k, n)?;
             let (a, b) = plan.slot(k);
             ensure!(
                 0 <= a && a < b && b - a <= l,
@@ -1083,21 +1090,16 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
             let mut covered = vec![0i64; n];
             let mut pieces = vec![0u32; n];
             for k in 0..ns {
-                let i = plan.seq_index[k];
-                ensure!(
-                    i >= 0 && (i as usize) < n,
-                    "plan",
-                    "segment {k} refers to sequence {i}, out of range"
-                );
+                let i = seq_of(plan, k, n)?;
                 let (a, b) = plan.slot(k);
                 ensure!(
-                    b <= plan.lengths[i as usize],
+                    b <= plan.lengths[i],
                     "plan",
                     "segment {k} covers tokens {a}..{b} of sequence {i} of length {}",
-                    plan.lengths[i as usize]
+                    plan.lengths[i]
                 );
-                covered[i as usize] += b - a;
-                pieces[i as usize] += 1;
+                covered[i] += b - a;
+                pieces[i] += 1;
             }
             (covered, pieces)
         }

@@ -11,12 +11,40 @@ use pyo3::prelude::*;
 use crate::errors::invalid;
 use crate::runtime::run;
 
-fn contiguous<'a, T: numpy::Element>(
-    arg: &str,
-    a: &'a PyReadonlyArray2<'_, T>,
-) -> PyResult<&'a [T]> {
+fn contiguous<'a, T: Element>(arg: &str, a: &'a PyReadonlyArray2<'_, T>) -> PyResult<&'a [T]> {
     a.as_slice()
         .map_err(|_| invalid(arg, "must be C-contiguous"))
+}
+
+fn contiguous_mut<'a, T: Element>(
+    arg: &str,
+    a: &'a mut PyReadwriteArray2<'_, T>,
+) -> PyResult<&'a mut [T]> {
+    a.as_slice_mut()
+        .map_err(|_| invalid(arg, "must be C-contiguous"))
+}
+
+/// A new zeroed `(rows, cols)` array filled by `f` on the runtime (GIL released).
+fn new_filled<'py, T, F>(
+    py: Python<'py>,
+    rows: usize,
+    cols: usize,
+    num_threads: Option<usize>,
+    f: F,
+) -> PyResult<Bound<'py, PyArray2<T>>>
+where
+    T: Element + Send,
+    F: FnOnce(&mut [T]) -> ordcore_core::Result<()> + Send,
+{
+    let out = PyArray2::<T>::zeros(py, [rows, cols], false);
+    {
+        let mut rw = out.readwrite();
+        let dst = rw
+            .as_slice_mut()
+            .map_err(|_| invalid("out", "not contiguous"))?;
+        run(py, num_threads, move || f(dst))?;
+    }
+    Ok(out)
 }
 
 macro_rules! fwht_bindings {
@@ -41,9 +69,7 @@ macro_rules! fwht_bindings {
                 ));
             }
             let src = contiguous("x", &x)?;
-            let dst = out
-                .as_slice_mut()
-                .map_err(|_| invalid("out", "must be C-contiguous"))?;
+            let dst = contiguous_mut("out", &mut out)?;
             run(py, num_threads, move || {
                 core::fwht_into(src, dst, n, normalized, inverse)
             })
@@ -60,9 +86,7 @@ macro_rules! fwht_bindings {
             num_threads: Option<usize>,
         ) -> PyResult<()> {
             let n = x.shape()[1];
-            let rows = x
-                .as_slice_mut()
-                .map_err(|_| invalid("x", "must be C-contiguous"))?;
+            let rows = contiguous_mut("x", &mut x)?;
             run(py, num_threads, move || {
                 core::fwht_inplace(rows, n, normalized, inverse)
             })
@@ -86,15 +110,9 @@ macro_rules! fwht_bindings {
                     format!("must be between 1 and the input length n = {n}, got {m}"),
                 ));
             }
-            let out = PyArray2::<$t>::zeros(py, [rows, m], false);
-            {
-                let mut rw = out.readwrite();
-                let dst = rw
-                    .as_slice_mut()
-                    .map_err(|_| invalid("out", "not contiguous"))?;
-                run(py, num_threads, move || core::srht(src, n, m, seed, dst))?;
-            }
-            Ok(out)
+            new_filled(py, rows, m, num_threads, move |dst| {
+                core::srht(src, n, m, seed, dst)
+            })
         }
     };
 }
@@ -169,10 +187,12 @@ struct RandomizedHadamard {
     inner: core::RandomizedHadamard,
 }
 
-type IntoFn<T> = fn(&core::RandomizedHadamard, &[T], &mut [T]) -> ordcore_core::Result<()>;
+use core::RandomizedHadamard as Rh;
+
+type IntoFn<T> = fn(&Rh, &[T], &mut [T]) -> ordcore_core::Result<()>;
 
 fn rotate<'py, T: Element + Send + Sync>(
-    inner: &core::RandomizedHadamard,
+    inner: &Rh,
     py: Python<'py>,
     x: PyReadonlyArray2<'py, T>,
     num_threads: Option<usize>,
@@ -186,15 +206,7 @@ fn rotate<'py, T: Element + Send + Sync>(
         ));
     }
     let src = contiguous("x", &x)?;
-    let out = PyArray2::<T>::zeros(py, [rows, n], false);
-    {
-        let mut rw = out.readwrite();
-        let dst = rw
-            .as_slice_mut()
-            .map_err(|_| invalid("out", "not contiguous"))?;
-        run(py, num_threads, move || f(inner, src, dst))?;
-    }
-    Ok(out)
+    new_filled(py, rows, n, num_threads, move |dst| f(inner, src, dst))
 }
 
 #[pymethods]
@@ -242,13 +254,7 @@ impl RandomizedHadamard {
         x: PyReadonlyArray2<'py, f32>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        rotate(
-            &self.inner,
-            py,
-            x,
-            num_threads,
-            core::RandomizedHadamard::forward_into_f32,
-        )
+        rotate(&self.inner, py, x, num_threads, Rh::forward_into_f32)
     }
     #[pyo3(signature = (x, num_threads=None))]
     fn inverse_f32<'py>(
@@ -257,13 +263,7 @@ impl RandomizedHadamard {
         x: PyReadonlyArray2<'py, f32>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        rotate(
-            &self.inner,
-            py,
-            x,
-            num_threads,
-            core::RandomizedHadamard::inverse_into_f32,
-        )
+        rotate(&self.inner, py, x, num_threads, Rh::inverse_into_f32)
     }
     #[pyo3(signature = (x, num_threads=None))]
     fn forward_f64<'py>(
@@ -272,13 +272,7 @@ impl RandomizedHadamard {
         x: PyReadonlyArray2<'py, f64>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        rotate(
-            &self.inner,
-            py,
-            x,
-            num_threads,
-            core::RandomizedHadamard::forward_into_f64,
-        )
+        rotate(&self.inner, py, x, num_threads, Rh::forward_into_f64)
     }
     #[pyo3(signature = (x, num_threads=None))]
     fn inverse_f64<'py>(
@@ -287,13 +281,7 @@ impl RandomizedHadamard {
         x: PyReadonlyArray2<'py, f64>,
         num_threads: Option<usize>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        rotate(
-            &self.inner,
-            py,
-            x,
-            num_threads,
-            core::RandomizedHadamard::inverse_into_f64,
-        )
+        rotate(&self.inner, py, x, num_threads, Rh::inverse_into_f64)
     }
 }
 

@@ -15,7 +15,14 @@ from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
 
-__all__ = ["RecurrentMixer", "check_x", "check_cu_seqlens", "unpack", "pack"]
+__all__ = [
+    "RecurrentMixer",
+    "MultiHeadMixer",
+    "check_x",
+    "check_cu_seqlens",
+    "unpack",
+    "pack",
+]
 
 
 def check_x(x: Tensor, d_model: int, name: str = "x") -> None:
@@ -176,11 +183,29 @@ class RecurrentMixer(nn.Module):
         return f"d_model={self.d_model}, mode={self.mode!r}"
 
 
+def check_positive(name: str, value: Any) -> None:
+    """Raise unless ``value`` is a positive int."""
+    if not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{name}: expected a positive int, got {value!r}")
+
+
 def check_mode(mode: Any, chunk_size: Any) -> None:
     if mode not in ("chunk", "recurrent"):
         raise InvalidArgumentError(f"mode: expected 'chunk' or 'recurrent', got {mode!r}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise InvalidArgumentError(f"chunk_size: expected a positive int, got {chunk_size!r}")
+    check_positive("chunk_size", chunk_size)
+
+
+def resolve_head_dim(d_model: Any, num_heads: Any, head_dim: int | None) -> int:
+    """Check ``d_model`` and ``num_heads``; return ``head_dim`` (default ``d_model // num_heads``)."""
+    check_positive("d_model", d_model)
+    check_positive("num_heads", num_heads)
+    if head_dim is not None:
+        return head_dim
+    if d_model % num_heads:
+        raise InvalidArgumentError(
+            f"num_heads: {num_heads} does not divide d_model={d_model}; pass head_dim"
+        )
+    return int(d_model // num_heads)
 
 
 def check_state(state: Tensor, shape: tuple[int, ...]) -> None:
@@ -198,3 +223,44 @@ def pad_time(t: Tensor, multiple: int, dim: int = 1) -> Tensor:
     shape = list(t.shape)
     shape[dim] = extra
     return torch.cat([t, t.new_zeros(shape)], dim=dim)
+
+
+def to_chunks(t: Tensor, chunk_size: int) -> Tensor:
+    """``(B, N * C, H, *rest)`` -> ``(B, H, N, C, *rest)`` (a view) with ``C = chunk_size``."""
+    B, NC, H = t.shape[:3]
+    return t.reshape(B, NC // chunk_size, chunk_size, H, *t.shape[3:]).movedim(3, 1)
+
+
+def from_chunks(o: Tensor, seq_len: int) -> Tensor:
+    """``(B, H, N, C, V)`` -> ``(B, seq_len, H, V)``: the inverse of :func:`to_chunks`, less
+    the time padding."""
+    B, H, N, C, V = o.shape
+    return o.permute(0, 2, 3, 1, 4).reshape(B, N * C, H, V)[:, :seq_len]
+
+
+class MultiHeadMixer(RecurrentMixer):
+    """Base of the multi-head mixers: ``q``/``k``/``v``/``o`` projections of ``num_heads``
+    heads of ``head_dim``, one ``(head_dim, head_dim)`` state per head."""
+
+    num_heads: int
+    head_dim: int
+    q_proj: nn.Linear
+    k_proj: nn.Linear
+    v_proj: nn.Linear
+    o_proj: nn.Linear
+
+    def _make_qkv(self, d_model: int, inner: int, kw: dict[str, Any]) -> None:
+        self.q_proj = nn.Linear(d_model, inner, bias=False, **kw)
+        self.k_proj = nn.Linear(d_model, inner, bias=False, **kw)
+        self.v_proj = nn.Linear(d_model, inner, bias=False, **kw)
+
+    def _heads(self, t: Tensor) -> Tensor:
+        """``(B, T, num_heads * head_dim)`` -> ``(B, T, num_heads, head_dim)``."""
+        return t.view(*t.shape[:2], self.num_heads, self.head_dim)
+
+    def _output(self, o: Tensor, x: Tensor) -> Tensor:
+        B, T = o.shape[:2]
+        return self.o_proj(o.reshape(B, T, -1))
+
+    def _check_state(self, state: Tensor, batch: int) -> None:
+        check_state(state, (batch, self.num_heads, self.head_dim, self.head_dim))

@@ -19,8 +19,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ordcore.errors import InvalidArgumentError
-from ordcore_torch._base import RecurrentMixer, check_mode, check_state, pad_time
+from ordcore_torch._base import (
+    MultiHeadMixer,
+    check_mode,
+    from_chunks,
+    pad_time,
+    resolve_head_dim,
+    to_chunks,
+)
 
 __all__ = ["GatedDeltaNet", "gated_delta_rule_recurrent", "gated_delta_rule_chunk"]
 
@@ -81,11 +87,9 @@ def gated_delta_rule_chunk(
         g = q.new_zeros(B, T, H)
     q, k, v, beta, g = (pad_time(t, C) for t in (q, k, v, beta, g))
     N = q.shape[1] // C
-    qc = q.reshape(B, N, C, H, K).permute(0, 3, 1, 2, 4)  # (B,H,N,C,K)
-    kc = k.reshape(B, N, C, H, K).permute(0, 3, 1, 2, 4)
-    vc = v.reshape(B, N, C, H, V).permute(0, 3, 1, 2, 4)
-    bc = beta.reshape(B, N, C, H).permute(0, 3, 1, 2)[..., None]  # (B,H,N,C,1)
-    b = g.reshape(B, N, C, H).permute(0, 3, 1, 2).cumsum(dim=3)  # (B,H,N,C)
+    qc, kc, vc = (to_chunks(t, C) for t in (q, k, v))  # (B,H,N,C,K)
+    bc = to_chunks(beta, C)[..., None]  # (B,H,N,C,1)
+    b = to_chunks(g, C).cumsum(dim=3)  # (B,H,N,C)
     ones = torch.ones(C, C, dtype=torch.bool, device=q.device)
     causal, strict = ones.tril(), ones.tril(-1)
     diff = b[..., :, None] - b[..., None, :]
@@ -107,11 +111,10 @@ def gated_delta_rule_chunk(
         outs.append(q_in[:, :, n] @ S + attn[:, :, n] @ delta)
         S = chunk_decay[:, :, n] * S + k_out[:, :, n].transpose(-1, -2) @ delta
     o = torch.stack(outs, dim=2) if outs else v.new_zeros(B, H, 0, C, V)
-    o = o.permute(0, 2, 3, 1, 4).reshape(B, N * C, H, V)[:, :T]
-    return o, S
+    return from_chunks(o, T), S
 
 
-class GatedDeltaNet(RecurrentMixer):
+class GatedDeltaNet(MultiHeadMixer):
     """Multi-head Gated DeltaNet layer (no short convolution or output gate: the mixer only).
 
     Parameters
@@ -143,23 +146,12 @@ class GatedDeltaNet(RecurrentMixer):
     ) -> None:
         super().__init__()
         check_mode(mode, chunk_size)
-        if not isinstance(d_model, int) or d_model < 1:
-            raise InvalidArgumentError(f"d_model: expected a positive int, got {d_model!r}")
-        if not isinstance(num_heads, int) or num_heads < 1:
-            raise InvalidArgumentError(f"num_heads: expected a positive int, got {num_heads!r}")
-        if head_dim is None:
-            if d_model % num_heads:
-                raise InvalidArgumentError(
-                    f"num_heads: {num_heads} does not divide d_model={d_model}; pass head_dim"
-                )
-            head_dim = d_model // num_heads
+        head_dim = resolve_head_dim(d_model, num_heads, head_dim)
         kw = {"device": device, "dtype": dtype}
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, head_dim
         self.gated, self.mode, self.chunk_size = gated, mode, chunk_size
         inner = num_heads * head_dim
-        self.q_proj = nn.Linear(d_model, inner, bias=False, **kw)
-        self.k_proj = nn.Linear(d_model, inner, bias=False, **kw)
-        self.v_proj = nn.Linear(d_model, inner, bias=False, **kw)
+        self._make_qkv(d_model, inner, kw)
         self.b_proj = nn.Linear(d_model, num_heads, bias=True, **kw)
         self.o_proj = nn.Linear(inner, d_model, bias=False, **kw)
         if gated:
@@ -168,11 +160,9 @@ class GatedDeltaNet(RecurrentMixer):
             self.dt_bias = nn.Parameter(torch.full((num_heads,), -2.0, **kw))
 
     def _inputs(self, x: Tensor) -> tuple[Tensor, ...]:
-        B, T, _ = x.shape
-        H, D = self.num_heads, self.head_dim
-        q = F.normalize(self.q_proj(x).view(B, T, H, D), dim=-1) * D**-0.5
-        k = F.normalize(self.k_proj(x).view(B, T, H, D), dim=-1)
-        v = self.v_proj(x).view(B, T, H, D)
+        q = F.normalize(self._heads(self.q_proj(x)), dim=-1) * self.head_dim**-0.5
+        k = F.normalize(self._heads(self.k_proj(x)), dim=-1)
+        v = self._heads(self.v_proj(x))
         beta = torch.sigmoid(self.b_proj(x))
         if not self.gated:
             return q, k, v, beta
@@ -187,10 +177,3 @@ class GatedDeltaNet(RecurrentMixer):
         if mode == "recurrent":
             return gated_delta_rule_recurrent(q, k, v, beta, g, initial_state)
         return gated_delta_rule_chunk(q, k, v, beta, g, initial_state, self.chunk_size)
-
-    def _output(self, o: Tensor, x: Tensor) -> Tensor:
-        B, T = o.shape[:2]
-        return self.o_proj(o.reshape(B, T, -1))
-
-    def _check_state(self, state: Tensor, batch: int) -> None:
-        check_state(state, (batch, self.num_heads, self.head_dim, self.head_dim))

@@ -20,7 +20,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
-from ordcore_torch._base import RecurrentMixer, check_mode, check_state, pad_time
+from ordcore_torch._base import (
+    MultiHeadMixer,
+    check_mode,
+    from_chunks,
+    pad_time,
+    resolve_head_dim,
+    to_chunks,
+)
 
 __all__ = ["LinearAttention", "linear_attention_recurrent", "linear_attention_chunk"]
 
@@ -76,12 +83,10 @@ def linear_attention_chunk(
     q, k, v, g = (pad_time(t, C) for t in (q, k, v, g))
     N = q.shape[1] // C
     # (B, H, N, C, ...)
-    qc = q.reshape(B, N, C, H, K).permute(0, 3, 1, 2, 4)
-    kc = k.reshape(B, N, C, H, K).permute(0, 3, 1, 2, 4)
-    vc = v.reshape(B, N, C, H, V).permute(0, 3, 1, 2, 4)
+    qc, kc, vc = (to_chunks(t, C) for t in (q, k, v))
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     if per_key:
-        b = g.reshape(B, N, C, H, K).permute(0, 3, 1, 2, 4).cumsum(dim=3)  # (B,H,N,C,K)
+        b = to_chunks(g, C).cumsum(dim=3)  # (B,H,N,C,K)
         diff = b[:, :, :, :, None, :] - b[:, :, :, None, :, :]  # (B,H,N,C,C,K)
         decay = diff.masked_fill(~causal[:, :, None], float("-inf")).exp()
         attn = torch.einsum("bhntk,bhnsk,bhntsk->bhnts", qc, kc, decay)
@@ -89,7 +94,7 @@ def linear_attention_chunk(
         k_out = kc * (b[:, :, :, -1:, :] - b).exp()  # decay from s to chunk end
         chunk_decay = b[:, :, :, -1, :].exp()[..., None]  # (B,H,N,K,1)
     else:
-        b = g.reshape(B, N, C, H).permute(0, 3, 1, 2).cumsum(dim=3)  # (B,H,N,C)
+        b = to_chunks(g, C).cumsum(dim=3)  # (B,H,N,C)
         diff = b[..., :, None] - b[..., None, :]
         decay = diff.masked_fill(~causal, float("-inf")).exp()
         attn = (qc @ kc.transpose(-1, -2)) * decay
@@ -104,11 +109,10 @@ def linear_attention_chunk(
         o_inter.append(q_in[:, :, n] @ S)
         S = chunk_decay[:, :, n] * S + kv[:, :, n]
     o = o_intra + torch.stack(o_inter, dim=2) if N else o_intra
-    o = o.permute(0, 2, 3, 1, 4).reshape(B, N * C, H, V)[:, :T]
-    return o, S
+    return from_chunks(o, T), S
 
 
-class LinearAttention(RecurrentMixer):
+class LinearAttention(MultiHeadMixer):
     """Multi-head causal (gated) linear attention layer.
 
     Parameters
@@ -143,16 +147,7 @@ class LinearAttention(RecurrentMixer):
     ) -> None:
         super().__init__()
         check_mode(mode, chunk_size)
-        if not isinstance(d_model, int) or d_model < 1:
-            raise InvalidArgumentError(f"d_model: expected a positive int, got {d_model!r}")
-        if not isinstance(num_heads, int) or num_heads < 1:
-            raise InvalidArgumentError(f"num_heads: expected a positive int, got {num_heads!r}")
-        if head_dim is None:
-            if d_model % num_heads:
-                raise InvalidArgumentError(
-                    f"num_heads: {num_heads} does not divide d_model={d_model}; pass head_dim"
-                )
-            head_dim = d_model // num_heads
+        head_dim = resolve_head_dim(d_model, num_heads, head_dim)
         if gate not in (None, "scalar", "per_key"):
             raise InvalidArgumentError(f"gate: expected None, 'scalar' or 'per_key', got {gate!r}")
         kw = {"device": device, "dtype": dtype}
@@ -160,9 +155,7 @@ class LinearAttention(RecurrentMixer):
         self.gate, self.mode, self.chunk_size = gate, mode, chunk_size
         self.gate_normalizer = gate_normalizer
         inner = num_heads * head_dim
-        self.q_proj = nn.Linear(d_model, inner, bias=False, **kw)
-        self.k_proj = nn.Linear(d_model, inner, bias=False, **kw)
-        self.v_proj = nn.Linear(d_model, inner, bias=False, **kw)
+        self._make_qkv(d_model, inner, kw)
         self.o_proj = nn.Linear(inner, d_model, bias=False, **kw)
         self.g_proj: nn.Linear | None = None
         if gate is not None:
@@ -170,16 +163,14 @@ class LinearAttention(RecurrentMixer):
             self.g_proj = nn.Linear(d_model, width, bias=True, **kw)
 
     def _inputs(self, x: Tensor) -> tuple[Tensor, ...]:
-        B, T, _ = x.shape
-        H, D = self.num_heads, self.head_dim
-        q = self.q_proj(x).view(B, T, H, D) * D**-0.5
-        k = self.k_proj(x).view(B, T, H, D)
-        v = self.v_proj(x).view(B, T, H, D)
+        q = self._heads(self.q_proj(x)) * self.head_dim**-0.5
+        k = self._heads(self.k_proj(x))
+        v = self._heads(self.v_proj(x))
         if self.g_proj is None:
             return q, k, v
         g = F.logsigmoid(self.g_proj(x)) / self.gate_normalizer
         if self.gate == "per_key":
-            g = g.view(B, T, H, D)
+            g = self._heads(g)
         return q, k, v, g
 
     def _kernel(
@@ -190,12 +181,5 @@ class LinearAttention(RecurrentMixer):
         if mode == "recurrent":
             return linear_attention_recurrent(q, k, v, g, initial_state)
         return linear_attention_chunk(q, k, v, g, initial_state, self.chunk_size)
-
-    def _output(self, o: Tensor, x: Tensor) -> Tensor:
-        B, T = o.shape[:2]
-        return self.o_proj(o.reshape(B, T, -1))
-
-    def _check_state(self, state: Tensor, batch: int) -> None:
-        check_state(state, (batch, self.num_heads, self.head_dim, self.head_dim))
 
 

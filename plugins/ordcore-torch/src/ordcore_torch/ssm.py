@@ -21,7 +21,14 @@ import torch
 from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
-from ordcore_torch._base import RecurrentMixer, check_cu_seqlens, check_mode, pad_time, unpack
+from ordcore_torch._base import (
+    RecurrentMixer,
+    check_cu_seqlens,
+    check_mode,
+    check_positive,
+    pad_time,
+    unpack,
+)
 
 __all__ = ["DiagonalSSM", "diagonal_ssm_recurrent", "diagonal_ssm_chunk"]
 
@@ -145,9 +152,8 @@ class DiagonalSSM(RecurrentMixer):
     ) -> None:
         super().__init__()
         check_mode(mode, chunk_size)
-        for name, value in (("d_model", d_model), ("d_state", d_state)):
-            if not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name}: expected a positive int, got {value!r}")
+        check_positive("d_model", d_model)
+        check_positive("d_state", d_state)
         if not 0 < dt_min <= dt_max:
             raise InvalidArgumentError(f"dt_min, dt_max: need 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
         kw = {"device": device, "dtype": dtype}

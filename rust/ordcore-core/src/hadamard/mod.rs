@@ -234,6 +234,17 @@ fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// An out-of-place transform's lengths: `x` whole rows of `n`, `out` as long as `x`.
+fn check_rows_into(src_len: usize, dst_len: usize, n: usize) -> Result<()> {
+    check_rows("x", src_len, n)?;
+    ensure!(
+        dst_len == src_len,
+        "out",
+        "has {dst_len} elements, the input {src_len}"
+    );
+    Ok(())
+}
+
 fn norm_scale<T: Real>(n: usize, normalized: bool, inverse: bool) -> T {
     match (normalized, inverse) {
         (true, _) => T::from_f64(1.0 / (n as f64).sqrt()),
@@ -271,14 +282,7 @@ pub fn fwht_into<T: Real>(
     inverse: bool,
 ) -> Result<()> {
     let plan = Plan::new("n", n)?;
-    check_rows("x", src.len(), n)?;
-    ensure!(
-        dst.len() == src.len(),
-        "out",
-        "has {} elements, the input {}",
-        dst.len(),
-        src.len()
-    );
+    check_rows_into(src.len(), dst.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
         plan.apply(Some(s), row, None, scale, scratch, inverse);
@@ -470,14 +474,7 @@ impl RandomizedHadamard {
         signs: &[T],
         inverse: bool,
     ) -> Result<()> {
-        check_rows("x", src.len(), self.n)?;
-        ensure!(
-            dst.len() == src.len(),
-            "out",
-            "has {} elements, the input {}",
-            dst.len(),
-            src.len()
-        );
+        check_rows_into(src.len(), dst.len(), self.n)?;
         let scale = self.scale::<T>();
         for_each_row_pair(
             src,
