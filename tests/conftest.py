@@ -9,6 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("ORDCORE_SHARED_DATA", ROOT.parent / "shared" / "data"))
+if (SHARED_DATA / "data" / "ann").is_dir():  # pointed at the parent of data/
+    SHARED_DATA = SHARED_DATA / "data"
 
 
 @pytest.fixture(scope="session")

@@ -168,3 +168,71 @@ def test_debug_shows_traceback() -> None:
         capture_output=True, text=True,
     )
     assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+def test_debug_after_the_subcommand() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ordcore", "index", "info", "missing.ordidx", "--debug"],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode != 0 and "Traceback" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["pack", "x.npy", "--max-len", "abc"], "--max-len"),
+        (["pack", "x.npy", "--max-len", "-3"], "positive integer"),
+        (["index", "search", "i", "q.npy", "--threads", "-1"], "--threads"),
+        (["index", "build", "x.npy", "-o", "y", "--metric", "hamming"], "--metric"),
+    ],
+)
+def test_usage_errors_are_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--help" in err
+
+
+def test_pack_baseline_follows_the_overlong_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np.save(tmp_path / "l.npy", np.array([100, 5, 30, 7]))
+    assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "truncate"]) == 0
+    out = capsys.readouterr().out
+    assert "unpacked: 4 rows" in out and "truncated 1" in out
+    assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "drop"]) == 0
+    out = capsys.readouterr().out
+    assert "unpacked: 3 rows" in out and "dropped 1" in out
+    assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "split"]) == 0
+    assert "unpacked: 6 rows" in capsys.readouterr().out
+
+
+def test_pack_reads_npz_and_rejects_empty_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np.savez(tmp_path / "l.npz", lengths=np.array([3, 4, 5]), other=np.array([1]))
+    assert main(["pack", f"{tmp_path / 'l.npz'}:lengths", "--max-len", "8"]) == 0
+    (tmp_path / "empty.txt").write_text("")
+    capsys.readouterr()
+    assert main(["pack", str(tmp_path / "empty.txt"), "--max-len", "8"]) == 2
+    assert "holds no lengths" in capsys.readouterr().err
+
+
+def test_eval_rejects_float_truth(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base_path, query_path, _, queries = vectors
+    index_path = tmp_path / "x.ordidx"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "-q",
+                 "--R", "8", "--L-build", "16"]) == 0
+    np.save(tmp_path / "t.npy", np.zeros((len(queries), 10), np.float32))
+    capsys.readouterr()
+    assert main(["index", "eval", str(index_path), str(query_path), "--truth",
+                 str(tmp_path / "t.npy")]) == 2
+    assert "integer ids" in capsys.readouterr().err

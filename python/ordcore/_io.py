@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +52,19 @@ def read_vecs(path: str | Path) -> npt.NDArray[Any]:
     return records[:, 4:].copy().view(dtype).astype(dtype.newbyteorder("="))
 
 
-def read_vectors(spec: str | Path) -> npt.NDArray[Any]:
-    """Read a 2-D array from ``.npy``, ``.npz`` (``file.npz`` with one array, or
-    ``file.npz:name``), ``.fvecs``, ``.ivecs`` or ``.bvecs``."""
-    text = str(spec)
+def _load_array(spec: str) -> npt.NDArray[Any]:
+    """Load ``.npy`` or ``.npz[:NAME]``; errors name the file."""
     name = None
+    text = spec
     if ".npz:" in text:
         text, name = text.rsplit(":", 1)
     path = Path(text)
     if not path.is_file():
         raise InvalidArgumentError(f"{path}: no such file")
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
-    elif suffix == ".npz":
+    try:
+        if path.suffix.lower() == ".npy":
+            arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
+            return arr
         with np.load(path, allow_pickle=False) as data:
             names = list(data.keys())
             if name is None:
@@ -76,33 +76,56 @@ def read_vectors(spec: str | Path) -> npt.NDArray[Any]:
             if name not in names:
                 raise InvalidArgumentError(f"{path}: no array {name!r} (has {names})")
             arr = data[name]
+            return arr
+    except (ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, InvalidArgumentError):
+            raise
+        raise InvalidArgumentError(f"{path}: not a readable NumPy file ({exc})") from None
+
+
+def read_vectors(spec: str | Path) -> npt.NDArray[Any]:
+    """Read a 2-D array from ``.npy``, ``.npz`` (``file.npz`` with one array, or
+    ``file.npz:NAME``), ``.fvecs``, ``.ivecs`` or ``.bvecs``."""
+    text = str(spec)
+    suffix = Path(text.split(".npz:")[0] + (".npz" if ".npz:" in text else "")).suffix.lower()
+    if suffix in (".npy", ".npz"):
+        arr = _load_array(text)
     elif suffix in _VECS_DTYPES:
-        arr = read_vecs(path)
+        if not Path(text).is_file():
+            raise InvalidArgumentError(f"{text}: no such file")
+        arr = read_vecs(text)
     else:
         raise InvalidArgumentError(
-            f"{path}: unknown format {suffix!r} (expected .npy, .npz, .fvecs, .ivecs, .bvecs)"
+            f"{text}: unknown format {suffix!r} (expected .npy, .npz, .fvecs, .ivecs, .bvecs)"
         )
     if arr.ndim != 2:
-        raise InvalidArgumentError(f"{path}: expected a 2-D array, got shape {arr.shape}")
-    result: npt.NDArray[Any] = arr
-    return result
+        raise InvalidArgumentError(f"{text}: expected a 2-D array, got shape {arr.shape}")
+    return arr
 
 
-def read_lengths(path: str | Path) -> npt.NDArray[np.int64]:
-    """Read sequence lengths from ``.npy`` or a text file with one integer per line."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidArgumentError(f"{path}: no such file")
-    if path.suffix.lower() == ".npy":
-        arr = np.load(path, allow_pickle=False)
+def read_lengths(spec: str | Path) -> npt.NDArray[np.int64]:
+    """Read sequence lengths from ``.npy``, ``.npz`` (``file.npz`` with one array, or
+    ``file.npz:NAME``) or a text file with one integer per line."""
+    text = str(spec)
+    if text.lower().endswith(".npy") or ".npz" in text.lower():
+        arr = _load_array(text)
     else:
+        path = Path(text)
+        if not path.is_file():
+            raise InvalidArgumentError(f"{path}: no such file")
         try:
-            arr = np.loadtxt(path, dtype=np.int64, ndmin=1)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "input contained no data"
+                arr = np.loadtxt(path, dtype=np.int64, ndmin=1)
+        except UnicodeDecodeError:
+            raise InvalidArgumentError(
+                f"{path}: not a text file (use .npy, .npz or one integer per line)"
+            ) from None
         except ValueError as exc:
             raise InvalidArgumentError(f"{path}: not one integer per line ({exc})") from None
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise InvalidArgumentError(
-            f"{path}: expected a 1-D integer array, got {arr.dtype} of shape {arr.shape}"
+            f"{spec}: expected a 1-D integer array, got {arr.dtype} of shape {arr.shape}"
         )
     lengths: npt.NDArray[np.int64] = arr.astype(np.int64)
     return lengths

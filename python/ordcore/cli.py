@@ -7,13 +7,14 @@ Errors print one line and exit with status 2; ``--debug`` shows the traceback.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -24,6 +25,27 @@ EXIT_USAGE = 2
 
 class CliError(Exception):
     """A user-facing error: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors that point at the right ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"ordcore: error: {message} (see '{self.prog} --help')\n")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keeps the examples' line breaks and shows each option's default."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def _fmt_bytes(n: float) -> str:
@@ -43,10 +65,7 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    values = [_positive_int(v) for v in text.split(",") if v.strip()]
     if not values:
         raise argparse.ArgumentTypeError("expected at least one integer")
     return values
@@ -60,6 +79,11 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     from ordcore._io import read_vectors
 
     X = read_vectors(args.vectors)
+    if X.shape[0] == 0:
+        raise CliError(f"{args.vectors}: holds no vectors")
+    out_dir = Path(args.output).resolve().parent
+    if not out_dir.is_dir():
+        raise CliError(f"-o {args.output}: folder {out_dir} does not exist")
     index = ann.BQGraphIndex(
         X.shape[1],
         metric=args.metric,
@@ -71,7 +95,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     t0 = time.perf_counter()
-    index.add(X, num_threads=args.threads, progress=not args.quiet)
+    index.add(X, num_threads=args.threads, progress=not args.quiet and _has_tqdm())
     build_s = time.perf_counter() - t0
     index.save(args.output)
     mem = index.memory_usage()
@@ -82,6 +106,12 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         print(f"memory {part:<14}{_fmt_bytes(mem[part])}")
     print(f"saved        {args.output}")
     return 0
+
+
+def _has_tqdm() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tqdm") is not None
 
 
 def _load_index(path: str) -> Any:
@@ -116,7 +146,12 @@ def _cmd_index_eval(args: argparse.Namespace) -> int:
     index = _load_index(args.index)
     Q = read_vectors(args.queries)
     if args.truth:
-        truth = read_vectors(args.truth)[:, : args.k]
+        truth = read_vectors(args.truth)
+        if truth.dtype.kind not in "iu":
+            raise CliError(f"--truth {args.truth}: expected integer ids, got {truth.dtype}")
+        if truth.shape[1] < args.k:
+            raise CliError(f"--truth {args.truth}: has {truth.shape[1]} columns, fewer than k={args.k}")
+        truth = truth[:, : args.k]
         if truth.shape[0] != Q.shape[0]:
             raise CliError(f"--truth has {truth.shape[0]} rows for {Q.shape[0]} queries")
     else:
@@ -150,7 +185,7 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
         print(f"{key:<16}{getattr(index, key)}")
     mem = index.memory_usage()
     for part in ("codes", "graph", "float_vectors"):
-        print(f"memory {part:<9}{_fmt_bytes(mem[part])}")
+        print(f"memory {part:<15}{_fmt_bytes(mem[part])}")
     print(f"{'vectors mapped':<16}{mem['float_vectors_mapped']}")
     return 0
 
@@ -158,20 +193,34 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- pack
 
 
-def _print_pack_stats(lengths: np.ndarray, max_len: int, plan: Any, seconds: float) -> None:
+def _unpacked_rows(lengths: np.ndarray, max_len: int, overlong: str) -> int:
+    """Rows needed without packing (one sequence per row) under the overlong policy."""
+    if overlong == "split":
+        return int(np.ceil(lengths / max_len).sum())
+    if overlong == "drop":
+        return int(np.count_nonzero(lengths <= max_len))
+    return len(lengths)
+
+
+def _print_pack_stats(
+    lengths: np.ndarray, max_len: int, overlong: str, plan: Any, seconds: float
+) -> None:
     stats = plan.stats
-    real = int(np.minimum(lengths, max_len).sum()) if len(lengths) else 0
-    unpacked_rows = int(np.ceil(np.maximum(lengths, 1) / max_len).sum())
+    rows = _unpacked_rows(lengths, max_len, overlong)
+    unpacked_eff = stats.real_tokens / max(rows * max_len, 1)
     print(f"sequences          {len(lengths):,} ({int(lengths.sum()):,} tokens)")
-    print(f"packs              {stats.num_packs:,} (unpacked: {unpacked_rows:,} rows)")
+    print(f"packs              {stats.num_packs:,} (unpacked: {rows:,} rows)")
     print(f"efficiency         {stats.efficiency:.4%}")
-    unpacked_eff = real / max(unpacked_rows * max_len, 1)
-    print(f"unpacked padding   {1 - unpacked_eff:.2%} -> packed padding {1 - stats.efficiency:.2%}")
+    print(f"padding            {1 - unpacked_eff:.2%} unpacked -> {1 - stats.efficiency:.2%} packed")
     print(
         f"lower bound        {stats.lower_bound_sum:,} packs (ceil(sum/L)); "
         f"Martello-Toth L2: {stats.lower_bound_l2:,}"
     )
-    print(f"dropped tokens     {stats.dropped_tokens:,}; split sequences {stats.split_sequences:,}")
+    print(
+        f"overlong ({overlong:<8}) split {stats.split_sequences:,}, truncated "
+        f"{stats.truncated_sequences:,}, dropped {stats.dropped_sequences:,} sequences "
+        f"({stats.dropped_tokens:,} tokens dropped)"
+    )
     print(f"planning time      {seconds * 1e3:.1f} ms")
 
 
@@ -180,6 +229,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     from ordcore._io import read_lengths
 
     lengths = read_lengths(args.lengths)
+    if lengths.size == 0:
+        raise CliError(f"{args.lengths}: holds no lengths")
     t0 = time.perf_counter()
     plan = packing.pack(
         lengths,
@@ -189,7 +240,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         overlong=args.overlong,
     )
     seconds = time.perf_counter() - t0
-    _print_pack_stats(lengths, args.max_len, plan, seconds)
+    _print_pack_stats(lengths, args.max_len, args.overlong, plan, seconds)
     if args.output:
         plan.to_npz(args.output)
         print(f"saved plan         {args.output}")
@@ -202,6 +253,11 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 def _cmd_scan(args: argparse.Namespace) -> int:
     from ordcore import sfc
 
+    if args.plot:
+        if importlib.util.find_spec("matplotlib") is None:
+            raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'")
+        if not Path(args.plot).resolve().parent.is_dir():
+            raise CliError(f"--plot {args.plot}: folder does not exist")
     order = sfc.scan_order(args.height, args.width, args.kind)
     loc = sfc.locality(order, args.height, args.width)
     print(f"{args.kind} scan of a {args.height}x{args.width} grid")
@@ -230,7 +286,7 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
     ax.set_ylim(height - 0.5, -0.5)
     ax.set_aspect("equal")
     ax.set_title(f"{kind} scan, {height}x{width}")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -297,6 +353,10 @@ _EXAMPLES = {
     "--ef-search 16,32,64,128\n"
     "  ordcore index eval emb.ordidx queries.npy --exact emb.npy -k 10 --json",
     "info": "  ordcore index info emb.ordidx",
+    "index": "  ordcore index build base.fvecs -o sift.ordidx --metric l2 --rotation hadamard\n"
+    "  ordcore index eval sift.ordidx queries.fvecs --truth gt.ivecs -k 10\n"
+    "  ordcore index search sift.ordidx queries.fvecs -k 10 -o results.npz\n"
+    "  ordcore index info sift.ordidx",
     "pack": "  ordcore pack lengths.npy --max-len 8192 --algorithm lpfhp --overlong split\n"
     "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz",
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
@@ -305,10 +365,17 @@ _EXAMPLES = {
 }
 
 
+_COMMON = _Parser(add_help=False)
+_COMMON.add_argument(
+    "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks on errors"
+)
+
+
 def _parser_class(name: str) -> dict[str, Any]:
     return {
         "epilog": "examples:\n" + _EXAMPLES[name],
-        "formatter_class": argparse.RawDescriptionHelpFormatter,
+        "formatter_class": _HelpFormatter,
+        "parents": [_COMMON],
     }
 
 
@@ -321,76 +388,91 @@ def _scan_kinds() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     from ordcore import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ordcore",
         description="Order, pack, rotate and search vectors: ordcore's command line.",
         epilog="run 'ordcore demo' to see every module on bundled real data",
     )
     parser.add_argument("--version", action="version", version=f"ordcore {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    index = sub.add_parser("index", help="build, search, evaluate and inspect BQ graph indexes")
-    isub = index.add_subparsers(dest="index_command", required=True, metavar="ACTION")
+    index = sub.add_parser(
+        "index",
+        help="build, search, evaluate and inspect BQ graph indexes",
+        **_parser_class("index"),
+    )
+    isub = index.add_subparsers(
+        dest="index_command", required=True, metavar="ACTION", parser_class=_Parser
+    )
 
     p = isub.add_parser("build", help="build an index from a vector file", **_parser_class("build"))
     p.add_argument("vectors", help=".npy, .npz[:NAME], .fvecs, .bvecs or .ivecs")
     p.add_argument("-o", "--output", required=True, help="index file to write")
-    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine")
-    p.add_argument("--bits", type=int, choices=[1, 2], default=2)
-    p.add_argument("--R", type=int, default=64, help="max degree R (default 64)")
-    p.add_argument("--L-build", type=int, default=128, help="build beam L (default 128)")
-    p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (default 1.2)")
-    p.add_argument("--rotation", choices=["none", "hadamard"], default="none")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None, help="threads (default: all cores)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine",
+                   help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
+    p.add_argument("--bits", type=int, choices=[1, 2], default=2,
+                   help="code bits per dimension (2: sign + magnitude, 1: sign)")
+    p.add_argument("--R", type=_positive_int, default=64, help="max degree R of the graph")
+    p.add_argument("--L-build", type=_positive_int, default=128, help="build beam width L")
+    p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")
+    p.add_argument("--rotation", choices=["none", "hadamard"], default="none",
+                   help="hadamard: center and rotate first (for Euclidean-native data)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the build")
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="threads (default: all cores)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (the bar needs tqdm: pip install 'ordcore[progress]')")
     p.set_defaults(func=_cmd_index_build)
 
     p = isub.add_parser("search", help="search an index", **_parser_class("search"))
-    p.add_argument("index")
+    p.add_argument("index", help="index file written by 'ordcore index build'")
     p.add_argument("queries", help=".npy, .npz[:NAME], .fvecs or .bvecs")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--ef-search", type=int, default=64)
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-k", type=_positive_int, default=10, help="neighbours per query")
+    p.add_argument("--ef-search", type=_positive_int, default=64,
+                   help="search beam width (raised to k if smaller)")
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="threads (default: all cores)")
     p.add_argument("-o", "--output", help="write ids and distances to this .npz")
     p.set_defaults(func=_cmd_index_search)
 
     p = isub.add_parser("eval", help="recall@k and QPS per ef_search", **_parser_class("eval"))
-    p.add_argument("index")
-    p.add_argument("queries")
+    p.add_argument("index", help="index file written by 'ordcore index build'")
+    p.add_argument("queries", help=".npy, .npz[:NAME], .fvecs or .bvecs")
     truth = p.add_mutually_exclusive_group(required=True)
     truth.add_argument("--truth", help="ground-truth ids (.npy or .ivecs), nearest first")
     truth.add_argument("--exact", metavar="BASE", help="compute the truth by exact search")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--ef-search", type=_int_list, default=[16, 32, 64, 128])
-    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("-k", type=_positive_int, default=10, help="k of recall@k")
+    p.add_argument("--ef-search", type=_int_list, default=[16, 32, 64, 128],
+                   help="comma-separated ef_search values to sweep")
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="threads (default: all cores)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_cmd_index_eval)
 
     p = isub.add_parser("info", help="print an index's parameters", **_parser_class("info"))
-    p.add_argument("index")
+    p.add_argument("index", help="index file written by 'ordcore index build'")
     p.set_defaults(func=_cmd_index_info)
 
     p = sub.add_parser("pack", help="plan sequence packing from lengths", **_parser_class("pack"))
-    p.add_argument("lengths", help=".npy or a text file with one length per line")
-    p.add_argument("--max-len", type=int, required=True)
+    p.add_argument("lengths", help=".npy, .npz[:NAME] or a text file with one length per line")
+    p.add_argument("--max-len", type=_positive_int, required=True, help="tokens per pack")
     p.add_argument(
-        "--algorithm", choices=["lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"], default="lpfhp"
+        "--algorithm", choices=["lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"], default="lpfhp",
+        help="histogram packers (lpfhp, spfhp, nnlshp), item-wise best/first fit decreasing "
+        "(bfd, ffd) or next fit in input order (nf)",
     )
-    p.add_argument("--max-seqs-per-pack", type=int, default=None)
-    p.add_argument("--overlong", choices=["error", "truncate", "split", "drop"], default="error")
+    p.add_argument("--max-seqs-per-pack", type=_positive_int, default=None,
+                   help="at most this many sequences per pack (default: no limit)")
+    p.add_argument("--overlong", choices=["error", "truncate", "split", "drop"], default="error",
+                   help="what to do with sequences longer than --max-len")
     p.add_argument("-o", "--output", help="write the plan to this .npz")
     p.set_defaults(func=_cmd_pack)
 
     p = sub.add_parser("scan", help="locality of a patch scan order", **_parser_class("scan"))
-    p.add_argument("--height", type=int, required=True)
-    p.add_argument("--width", type=int, required=True)
-    p.add_argument(
-        "--kind",
-        default="hilbert",
-        choices=_scan_kinds(),
-    )
+    p.add_argument("--height", type=int, required=True, help="grid rows (patches)")
+    p.add_argument("--width", type=int, required=True, help="grid columns (patches)")
+    p.add_argument("--kind", default="hilbert", choices=_scan_kinds(), help="scan order")
     p.add_argument("--plot", metavar="FILE.png", help="draw the path (needs matplotlib)")
     p.set_defaults(func=_cmd_scan)
 
@@ -406,8 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser("demo", help="every module on bundled real data", **_parser_class("demo"))
-    p.add_argument("--threads", type=int, default=None)
-    p.set_defaults(func=lambda a: _demo(a))
+    p.add_argument("--threads", type=_positive_int, default=None,
+                   help="threads (default: all cores)")
+    p.set_defaults(func=_demo)
     return parser
 
 
@@ -433,6 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = str(exc) if not isinstance(exc, KeyError) else str(exc.args[0])
         print(f"ordcore: error: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        sys.stderr.close()  # the reader went away (e.g. `| head`): not an error
+        return 0
     except KeyboardInterrupt:
         print("ordcore: interrupted", file=sys.stderr)
         return 130
