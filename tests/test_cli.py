@@ -73,7 +73,7 @@ def test_index_build_search_eval_info(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base_path, query_path, base, queries = vectors
-    index_path = tmp_path / "x.ordidx"
+    index_path = tmp_path / "x.ordann"
     assert main(["index", "build", str(base_path), "-o", str(index_path), "--metric", "l2",
                  "--R", "16", "--L-build", "32", "-q"]) == 0
     out = capsys.readouterr().out
@@ -121,7 +121,7 @@ def test_scan_plot(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["index", "info", "missing.ordidx"], "no such file"),
+        (["index", "info", "missing.ordann"], "no such file"),
         (["pack", "missing.npy", "--max-len", "8"], "no such file"),
         (["scan", "--height", "0", "--width", "3"], "height"),
     ],
@@ -141,7 +141,7 @@ def test_wrong_dimension_and_bad_option(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base_path, _, _, _ = vectors
-    index_path = tmp_path / "x.ordidx"
+    index_path = tmp_path / "x.ordann"
     assert main(["index", "build", str(base_path), "-o", str(index_path), "-q",
                  "--R", "8", "--L-build", "16"]) == 0
     np.save(tmp_path / "q.npy", np.ones((3, 7), np.float32))
@@ -164,7 +164,7 @@ def test_help_has_examples_and_module_entry_point() -> None:
 
 def test_debug_shows_traceback() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ordcore", "--debug", "index", "info", "missing.ordidx"],
+        [sys.executable, "-m", "ordcore", "--debug", "index", "info", "missing.ordann"],
         capture_output=True, text=True,
     )
     assert proc.returncode != 0 and "Traceback" in proc.stderr
@@ -172,7 +172,7 @@ def test_debug_shows_traceback() -> None:
 
 def test_debug_after_the_subcommand() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ordcore", "index", "info", "missing.ordidx", "--debug"],
+        [sys.executable, "-m", "ordcore", "index", "info", "missing.ordann", "--debug"],
         capture_output=True, text=True,
     )
     assert proc.returncode != 0 and "Traceback" in proc.stderr
@@ -228,7 +228,7 @@ def test_eval_rejects_float_truth(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     base_path, query_path, _, queries = vectors
-    index_path = tmp_path / "x.ordidx"
+    index_path = tmp_path / "x.ordann"
     assert main(["index", "build", str(base_path), "-o", str(index_path), "-q",
                  "--R", "8", "--L-build", "16"]) == 0
     np.save(tmp_path / "t.npy", np.zeros((len(queries), 10), np.float32))

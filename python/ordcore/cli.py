@@ -346,17 +346,17 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- parser
 
 _EXAMPLES = {
-    "build": "  ordcore index build base.fvecs -o sift.ordidx --metric l2 --rotation hadamard\n"
-    "  ordcore index build emb.npz:vectors -o emb.ordidx --metric cosine --R 32",
-    "search": "  ordcore index search emb.ordidx queries.npy -k 10 --ef-search 64 -o results.npz",
-    "eval": "  ordcore index eval sift.ordidx queries.fvecs --truth gt.ivecs -k 10 "
+    "build": "  ordcore index build base.fvecs -o sift.ordann --metric l2 --rotation hadamard\n"
+    "  ordcore index build emb.npz:vectors -o emb.ordann --metric cosine --R 32",
+    "search": "  ordcore index search emb.ordann queries.npy -k 10 --ef-search 64 -o results.npz",
+    "eval": "  ordcore index eval sift.ordann queries.fvecs --truth gt.ivecs -k 10 "
     "--ef-search 16,32,64,128\n"
-    "  ordcore index eval emb.ordidx queries.npy --exact emb.npy -k 10 --json",
-    "info": "  ordcore index info emb.ordidx",
-    "index": "  ordcore index build base.fvecs -o sift.ordidx --metric l2 --rotation hadamard\n"
-    "  ordcore index eval sift.ordidx queries.fvecs --truth gt.ivecs -k 10\n"
-    "  ordcore index search sift.ordidx queries.fvecs -k 10 -o results.npz\n"
-    "  ordcore index info sift.ordidx",
+    "  ordcore index eval emb.ordann queries.npy --exact emb.npy -k 10 --json",
+    "info": "  ordcore index info emb.ordann",
+    "index": "  ordcore index build base.fvecs -o sift.ordann --metric l2 --rotation hadamard\n"
+    "  ordcore index eval sift.ordann queries.fvecs --truth gt.ivecs -k 10\n"
+    "  ordcore index search sift.ordann queries.fvecs -k 10 -o results.npz\n"
+    "  ordcore index info sift.ordann",
     "pack": "  ordcore pack lengths.npy --max-len 8192 --algorithm lpfhp --overlong split\n"
     "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz",
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",

@@ -469,6 +469,11 @@ def list_components(kind: str | None = None) -> list[Component]:
     return [c for c in comps if kind is None or c.kind == kind]
 
 
+# Kinds that the first-party ordcore-torch plugin provides, for a helpful error when it is
+# not installed.
+_FIRST_PARTY_KINDS = ("mixer", "probe", "quantizer")
+
+
 def get_component(kind: str, name: str) -> Component:
     """The registered component ``(kind, name)``.
 
@@ -488,6 +493,11 @@ def get_component(kind: str, name: str) -> Component:
     if kind not in kinds:
         close = difflib.get_close_matches(kind, kinds, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        if not hint and kind in _FIRST_PARTY_KINDS:
+            hint = (
+                f"; the {kind!r} components come with the ordcore-torch plugin "
+                "(pip install ordcore-torch, or ./plugins/ordcore-torch from a checkout)"
+            )
         raise UnknownComponentError(
             f"unknown component kind {kind!r}{hint} (known kinds: {', '.join(kinds)})"
         )
