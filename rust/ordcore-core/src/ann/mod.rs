@@ -99,6 +99,26 @@ fn sqdist(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
+/// Hints the CPU to load `vecs[start..start + len]` (every cache line of one float row).
+#[inline(always)]
+fn prefetch_row(vecs: &[f32], start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let base = vecs.as_ptr().wrapping_add(start) as *const i8;
+        for off in (0..len * 4).step_by(64) {
+            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    base.wrapping_add(off),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (vecs, start, len);
+}
+
 /// Exact distance in the metric's convention (vectors already normalized under cosine).
 #[inline]
 pub fn float_distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
@@ -903,9 +923,17 @@ impl BQGraphIndex {
             let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, beam, graph::dup_cap(ef).max(k), None));
             let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
             let mut res: Vec<(f32, u32)> = if rerank {
-                let mut v: Vec<(f32, u32)> = live
-                    .take(rk)
-                    .map(|(_, i)| {
+                let cands: Vec<u32> = live.take(rk).map(|(_, i)| i).collect();
+                if let Some(&first) = cands.first() {
+                    prefetch_row(vecs, first as usize * dim, dim);
+                }
+                let mut v: Vec<(f32, u32)> = cands
+                    .iter()
+                    .enumerate()
+                    .map(|(t, &i)| {
+                        if let Some(&ahead) = cands.get(t + 1) {
+                            prefetch_row(vecs, ahead as usize * dim, dim);
+                        }
                         let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
                         (float_distance(metric, qr, x), i)
                     })
