@@ -47,17 +47,19 @@ pub fn encode_one(x: &[f32], bits: usize, out: &mut [u64]) {
     debug_assert_eq!(out.len(), bits * w);
     out.iter_mut().for_each(|o| *o = 0);
     let (sign, mag) = out.split_at_mut(w);
-    for (i, &v) in x.iter().enumerate() {
-        if v > 0.0 {
-            sign[i / 64] |= 1u64 << (i % 64);
-        }
+    // Branch-free: one word of 64 comparisons at a time.
+    for (word, chunk) in sign.iter_mut().zip(x.chunks(64)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |b, (j, &v)| b | (((v > 0.0) as u64) << j));
     }
     if bits == 2 {
         let tau = x.iter().map(|&v| (v.abs()) as f64).sum::<f64>() / dim as f64;
-        for (i, &v) in x.iter().enumerate() {
-            if (v.abs() as f64) > tau {
-                mag[i / 64] |= 1u64 << (i % 64);
-            }
+        for (word, chunk) in mag.iter_mut().zip(x.chunks(64)) {
+            *word = chunk.iter().enumerate().fold(0u64, |b, (j, &v)| {
+                b | ((((v.abs() as f64) > tau) as u64) << j)
+            });
         }
     }
 }

@@ -115,6 +115,28 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
         #[cfg(not(target_arch = "x86_64"))]
         let _ = i;
     }
+    /// Hints the CPU to load the neighbour list of node `i`.
+    #[inline(always)]
+    pub fn prefetch_neighbors(&self, i: u32) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let ptr = self.adj.as_ptr().wrapping_add(i as usize * self.r) as *const i8;
+            let dp = self.deg.as_ptr().wrapping_add(i as usize) as *const i8;
+            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+            unsafe { std::arch::x86_64::_mm_prefetch(dp, std::arch::x86_64::_MM_HINT_T0) };
+            for off in (0..self.r * 4).step_by(64) {
+                // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        ptr.wrapping_add(off),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
     pub fn n(&self) -> usize {
         self.deg.len()
     }
@@ -185,6 +207,11 @@ fn beam_search_impl<D: CodeDist>(
             e.push(((pool[cur].0 >> 32) as u32, node));
         }
         let mut next = cur + 1;
+        // The next node to expand is most likely the next unexpanded beam entry: start
+        // loading its neighbour list now.
+        if let Some(&(k2, _)) = pool[cur + 1..].iter().find(|e| !e.1) {
+            g.prefetch_neighbors(k2 as u32);
+        }
         // Gather the unvisited neighbours first and prefetch all their codes, so the cache
         // misses overlap, then compute the distances in one tight loop.
         fresh.clear();

@@ -918,54 +918,71 @@ impl BQGraphIndex {
             return Ok((ids, ds));
         }
         let vecs = self.vectors.as_slice();
-        let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+        // Code-space candidates of one query: the live beam entries to score exactly.
+        let candidates = |qr: &[f32]| -> Result<Vec<u32>> {
             let qc = self.encode_query(qr)?;
             let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, beam, graph::dup_cap(ef).max(k), None));
-            let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
-            let mut res: Vec<(f32, u32)> = if rerank {
-                let cands: Vec<u32> = live.take(rk).map(|(_, i)| i).collect();
-                if let Some(&first) = cands.first() {
-                    prefetch_row(vecs, first as usize * dim, dim);
-                }
-                let mut v: Vec<(f32, u32)> = cands
-                    .iter()
-                    .enumerate()
-                    .map(|(t, &i)| {
-                        if let Some(&ahead) = cands.get(t + 1) {
-                            prefetch_row(vecs, ahead as usize * dim, dim);
-                        }
-                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                        (float_distance(metric, qr, x), i)
-                    })
-                    .collect();
-                v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                v
-            } else {
-                live.take(k)
-                    .map(|(_, i)| {
-                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                        (float_distance(metric, qr, x), i)
-                    })
-                    .collect()
-            };
+            let take = if rerank { rk } else { k };
+            Ok(pool
+                .into_iter()
+                .filter(|&(_, i)| !self.deleted[i as usize])
+                .take(take)
+                .map(|(_, i)| i)
+                .collect())
+        };
+        let finish = |cands: &[u32], qr: &[f32], oi: &mut [i64], od: &mut [f32]| {
+            let mut res: Vec<(f32, u32)> = cands
+                .iter()
+                .map(|&i| {
+                    let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
+                    (float_distance(metric, qr, x), i)
+                })
+                .collect();
+            if rerank {
+                res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            }
             res.truncate(k);
             for (j, (d, i)) in res.into_iter().enumerate() {
                 oi[j] = self.ids[i as usize];
                 od[j] = d;
             }
+        };
+        // Queries run in blocks, software-pipelined: the float rows that query `j` reranks
+        // are prefetched before the beam search of query `j + 1` and scored after it, so the
+        // rerank's cache misses overlap with that search instead of stalling it.
+        let block = |((oi, od), qb): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+            let mut pending: Option<(usize, Vec<u32>)> = None;
+            let nb = qb.len() / dim;
+            for j in 0..=nb {
+                let next = if j < nb {
+                    let cands = candidates(&qb[j * dim..(j + 1) * dim])?;
+                    for &i in &cands {
+                        prefetch_row(vecs, i as usize * dim, dim);
+                    }
+                    Some((j, cands))
+                } else {
+                    None
+                };
+                if let Some((pj, cands)) = pending.take() {
+                    finish(
+                        &cands,
+                        &qb[pj * dim..(pj + 1) * dim],
+                        &mut oi[pj * k..(pj + 1) * k],
+                        &mut od[pj * k..(pj + 1) * k],
+                    );
+                }
+                pending = next;
+            }
             Ok(())
         };
-        let it = ids
-            .chunks_mut(k)
-            .zip(ds.chunks_mut(k))
-            .zip(qs.chunks_exact(dim));
-        if nq >= 8 {
-            ids.par_chunks_mut(k)
-                .zip(ds.par_chunks_mut(k))
-                .zip(qs.par_chunks_exact(dim))
-                .try_for_each(one)?;
+        const BLOCK: usize = 16;
+        if nq >= 2 * BLOCK {
+            ids.par_chunks_mut(BLOCK * k)
+                .zip(ds.par_chunks_mut(BLOCK * k))
+                .zip(qs.par_chunks(BLOCK * dim))
+                .try_for_each(block)?;
         } else {
-            it.into_iter().try_for_each(one)?;
+            block(((&mut ids, &mut ds), &qs))?;
         }
         Ok((ids, ds))
     }
