@@ -70,6 +70,18 @@ pub trait CodeDist: Copy + Send + Sync {
     fn dist(&self, a: &[u64], b: &[u64]) -> u32;
     /// Words per code (all planes).
     fn code_words(&self) -> usize;
+    /// Whether codes `a` and `b` are equal (an inlined, branch-free compare: code ties are
+    /// frequent, and a slice `==` calls `memcmp`).
+    #[inline(always)]
+    fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        let w = self.code_words();
+        let (a, b) = (&a[..w], &b[..w]);
+        let mut acc = 0u64;
+        for i in 0..w {
+            acc |= a[i] ^ b[i];
+        }
+        acc == 0
+    }
 }
 
 /// `bits = 1`: Hamming distance of the sign planes.
@@ -153,6 +165,15 @@ impl<const W: usize> CodeDist for SignMagN<W> {
     #[inline(always)]
     fn code_words(&self) -> usize {
         2 * W
+    }
+    #[inline(always)]
+    fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        let (a, b) = (&a[..2 * W], &b[..2 * W]);
+        let mut acc = 0u64;
+        for i in 0..2 * W {
+            acc |= a[i] ^ b[i];
+        }
+        acc == 0
     }
 }
 

@@ -3,7 +3,9 @@
 //!
 //! * Edges are stored as a flat `N x R` `u32` array plus a degree per node.
 //! * Beam search keeps the best `L` candidates as a sorted vector of `(distance, id)`, so
-//!   ties are broken by the smaller id, and a generation-stamped visited array per thread.
+//!   ties are broken by the smaller id, and a per-thread visited bitset. Each expansion
+//!   first gathers the unvisited neighbours and prefetches their codes (and the next
+//!   node's neighbour list), then scores them in one loop, so the cache misses overlap.
 //! * RobustPrune follows the DiskANN convention: walking candidates by increasing distance
 //!   to `p`, each kept `p*` removes every later candidate `p'` with
 //!   `alpha * d(p*, p') <= d(p, p')`; `alpha >= 1`, and a larger `alpha` prunes less, so it
@@ -162,11 +164,11 @@ fn same_code_count<D: CodeDist>(
     let mut j = pos;
     while j > 0 && pool[j - 1].0 >> 32 == d {
         j -= 1;
-        count += (g.code(pool[j].0 as u32) == code) as usize;
+        count += g.dist.same(g.code(pool[j].0 as u32), code) as usize;
     }
     let mut j = pos;
     while j < pool.len() && pool[j].0 >> 32 == d {
-        count += (g.code(pool[j].0 as u32) == code) as usize;
+        count += g.dist.same(g.code(pool[j].0 as u32), code) as usize;
         j += 1;
     }
     count
@@ -321,7 +323,10 @@ fn robust_prune_impl<D: CodeDist>(
     // DiskANN's `maxc`: candidates past the nearest `max(2R, 128)` are almost never kept.
     cands.truncate((2 * r).max(128));
     let pc = g.code(p);
-    let twin: Vec<bool> = cands.iter().map(|&(_, id)| g.code(id) == pc).collect();
+    let twin: Vec<bool> = cands
+        .iter()
+        .map(|&(_, id)| g.dist.same(g.code(id), pc))
+        .collect();
     let mut pruned = vec![false; cands.len()];
     let mut out = Vec::with_capacity(r);
     let mut twins = 0usize;
@@ -349,7 +354,7 @@ fn robust_prune_impl<D: CodeDist>(
             }
             let (dj, idj) = cands[j];
             let other = g.code(idj);
-            if alpha * g.dist.dist(cc, other) as f64 <= dj as f64 || other == cc {
+            if alpha * g.dist.dist(cc, other) as f64 <= dj as f64 || g.dist.same(other, cc) {
                 pruned[j] = true;
             }
         }
