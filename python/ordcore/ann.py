@@ -351,7 +351,8 @@ class BQGraphIndex:
     R : int
         Maximum out-degree (>= 2).
     L_build : int
-        Beam width of the construction searches (raised to at least ``R``).
+        Beam width of the construction searches (raised to at least ``R``); the first of the
+        two passes, which only seeds the second, searches with ``max(L_build // 2, R)``.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
         pruned by an already kept neighbour ``p*`` when ``alpha * d(p*, p') <= d(p, p')``, so a

@@ -47,17 +47,19 @@ pub fn encode_one(x: &[f32], bits: usize, out: &mut [u64]) {
     debug_assert_eq!(out.len(), bits * w);
     out.iter_mut().for_each(|o| *o = 0);
     let (sign, mag) = out.split_at_mut(w);
-    for (i, &v) in x.iter().enumerate() {
-        if v > 0.0 {
-            sign[i / 64] |= 1u64 << (i % 64);
-        }
+    // Branch-free: one word of 64 comparisons at a time.
+    for (word, chunk) in sign.iter_mut().zip(x.chunks(64)) {
+        *word = chunk
+            .iter()
+            .enumerate()
+            .fold(0u64, |b, (j, &v)| b | (((v > 0.0) as u64) << j));
     }
     if bits == 2 {
         let tau = x.iter().map(|&v| (v.abs()) as f64).sum::<f64>() / dim as f64;
-        for (i, &v) in x.iter().enumerate() {
-            if (v.abs() as f64) > tau {
-                mag[i / 64] |= 1u64 << (i % 64);
-            }
+        for (word, chunk) in mag.iter_mut().zip(x.chunks(64)) {
+            *word = chunk.iter().enumerate().fold(0u64, |b, (j, &v)| {
+                b | ((((v.abs() as f64) > tau) as u64) << j)
+            });
         }
     }
 }
@@ -68,6 +70,18 @@ pub trait CodeDist: Copy + Send + Sync {
     fn dist(&self, a: &[u64], b: &[u64]) -> u32;
     /// Words per code (all planes).
     fn code_words(&self) -> usize;
+    /// Whether codes `a` and `b` are equal (an inlined, branch-free compare: code ties are
+    /// frequent, and a slice `==` calls `memcmp`).
+    #[inline(always)]
+    fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        let w = self.code_words();
+        let (a, b) = (&a[..w], &b[..w]);
+        let mut acc = 0u64;
+        for i in 0..w {
+            acc |= a[i] ^ b[i];
+        }
+        acc == 0
+    }
 }
 
 /// `bits = 1`: Hamming distance of the sign planes.
@@ -151,6 +165,15 @@ impl<const W: usize> CodeDist for SignMagN<W> {
     #[inline(always)]
     fn code_words(&self) -> usize {
         2 * W
+    }
+    #[inline(always)]
+    fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        let (a, b) = (&a[..2 * W], &b[..2 * W]);
+        let mut acc = 0u64;
+        for i in 0..2 * W {
+            acc |= a[i] ^ b[i];
+        }
+        acc == 0
     }
 }
 

@@ -99,6 +99,26 @@ fn sqdist(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
+/// Hints the CPU to load `vecs[start..start + len]` (every cache line of one float row).
+#[inline(always)]
+fn prefetch_row(vecs: &[f32], start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let base = vecs.as_ptr().wrapping_add(start) as *const i8;
+        for off in (0..len * 4).step_by(64) {
+            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(
+                    base.wrapping_add(off),
+                    std::arch::x86_64::_MM_HINT_T0,
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (vecs, start, len);
+}
+
 /// Exact distance in the metric's convention (vectors already normalized under cosine).
 #[inline]
 pub fn float_distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
@@ -627,7 +647,14 @@ impl BQGraphIndex {
             self.build_full(progress);
         } else {
             let order = self.permutation(old as u32..(old + n) as u32, 2);
-            self.insert_pass(&order, self.params.alpha, progress, 0, n);
+            self.insert_pass(
+                &order,
+                self.params.alpha,
+                self.params.l_build,
+                progress,
+                0,
+                n,
+            );
         }
         self.finish_slack();
         Ok(())
@@ -738,13 +765,24 @@ impl BQGraphIndex {
                 .filter(|&i| i != entry && !self.deleted[i as usize]),
         );
         let total = 2 * order.len();
-        self.insert_pass(&order, 1.0, progress, 0, total);
+        // The first pass (alpha = 1) only seeds the second, whose searches and prunes decide
+        // the final lists: it searches with half the beam (at least R), which saves about a
+        // quarter of the build time and leaves the recall-QPS curve unchanged (glosses 100k).
+        let l1 = self.params.l_build / 2;
+        self.insert_pass(&order, 1.0, l1, progress, 0, total);
         let order2 = self.permutation(0..n as u32, 1);
         let order2: Vec<u32> = order2
             .into_iter()
             .filter(|&i| !self.deleted[i as usize])
             .collect();
-        self.insert_pass(&order2, self.params.alpha, progress, total / 2, total);
+        self.insert_pass(
+            &order2,
+            self.params.alpha,
+            self.params.l_build,
+            progress,
+            total / 2,
+            total,
+        );
     }
 
     /// Inserts `order` in batches (1, 2, 4, ... up to 2% of the nodes, at least 64, at
@@ -755,13 +793,14 @@ impl BQGraphIndex {
         &mut self,
         order: &[u32],
         alpha: f64,
+        l_build: usize,
         progress: Option<Progress<'_>>,
         done0: usize,
         total: usize,
     ) {
         let r = self.params.r;
         let stride = self.stride;
-        let l = self.params.l_build.max(r);
+        let l = l_build.max(r);
         let max_batch = (self.n_nodes() / 50).clamp(64, 4096);
         let mut start = 0;
         let mut bs = 1;
@@ -898,46 +937,71 @@ impl BQGraphIndex {
             return Ok((ids, ds));
         }
         let vecs = self.vectors.as_slice();
-        let one = |((oi, od), qr): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+        // Code-space candidates of one query: the live beam entries to score exactly.
+        let candidates = |qr: &[f32]| -> Result<Vec<u32>> {
             let qc = self.encode_query(qr)?;
             let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, beam, graph::dup_cap(ef).max(k), None));
-            let live = pool.into_iter().filter(|&(_, i)| !self.deleted[i as usize]);
-            let mut res: Vec<(f32, u32)> = if rerank {
-                let mut v: Vec<(f32, u32)> = live
-                    .take(rk)
-                    .map(|(_, i)| {
-                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                        (float_distance(metric, qr, x), i)
-                    })
-                    .collect();
-                v.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-                v
-            } else {
-                live.take(k)
-                    .map(|(_, i)| {
-                        let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                        (float_distance(metric, qr, x), i)
-                    })
-                    .collect()
-            };
+            let take = if rerank { rk } else { k };
+            Ok(pool
+                .into_iter()
+                .filter(|&(_, i)| !self.deleted[i as usize])
+                .take(take)
+                .map(|(_, i)| i)
+                .collect())
+        };
+        let finish = |cands: &[u32], qr: &[f32], oi: &mut [i64], od: &mut [f32]| {
+            let mut res: Vec<(f32, u32)> = cands
+                .iter()
+                .map(|&i| {
+                    let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
+                    (float_distance(metric, qr, x), i)
+                })
+                .collect();
+            if rerank {
+                res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            }
             res.truncate(k);
             for (j, (d, i)) in res.into_iter().enumerate() {
                 oi[j] = self.ids[i as usize];
                 od[j] = d;
             }
+        };
+        // Queries run in blocks, software-pipelined: the float rows that query `j` reranks
+        // are prefetched before the beam search of query `j + 1` and scored after it, so the
+        // rerank's cache misses overlap with that search instead of stalling it.
+        let block = |((oi, od), qb): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+            let mut pending: Option<(usize, Vec<u32>)> = None;
+            let nb = qb.len() / dim;
+            for j in 0..=nb {
+                let next = if j < nb {
+                    let cands = candidates(&qb[j * dim..(j + 1) * dim])?;
+                    for &i in &cands {
+                        prefetch_row(vecs, i as usize * dim, dim);
+                    }
+                    Some((j, cands))
+                } else {
+                    None
+                };
+                if let Some((pj, cands)) = pending.take() {
+                    finish(
+                        &cands,
+                        &qb[pj * dim..(pj + 1) * dim],
+                        &mut oi[pj * k..(pj + 1) * k],
+                        &mut od[pj * k..(pj + 1) * k],
+                    );
+                }
+                pending = next;
+            }
             Ok(())
         };
-        let it = ids
-            .chunks_mut(k)
-            .zip(ds.chunks_mut(k))
-            .zip(qs.chunks_exact(dim));
-        if nq >= 8 {
-            ids.par_chunks_mut(k)
-                .zip(ds.par_chunks_mut(k))
-                .zip(qs.par_chunks_exact(dim))
-                .try_for_each(one)?;
+        const BLOCK: usize = 16;
+        if nq >= 2 * BLOCK {
+            ids.par_chunks_mut(BLOCK * k)
+                .zip(ds.par_chunks_mut(BLOCK * k))
+                .zip(qs.par_chunks(BLOCK * dim))
+                .try_for_each(block)?;
         } else {
-            it.into_iter().try_for_each(one)?;
+            block(((&mut ids, &mut ds), &qs))?;
         }
         Ok((ids, ds))
     }
