@@ -503,3 +503,21 @@ def test_k_at_least_live_returns_every_live_vector_after_removals() -> None:
     for row in ids:
         assert sorted(row[:400].tolist()) == list(range(1, 800, 2))
         assert np.all(row[400:] == -1)
+
+
+def test_user_stumbles_get_clear_errors(tmp_path: Path) -> None:
+    X = np.random.default_rng(5).standard_normal((50, 16)).astype(np.float32)
+    index = ann.BQGraphIndex(16, metric="l2", R=8, L_build=16)
+    with pytest.raises(ValueError, match="num_threads"):
+        index.add(X, num_threads=-1)
+    with pytest.raises(ValueError, match="non-negative"):
+        index.add(X, ids=np.arange(-1, 49))
+    assert len(index) == 0
+    index.add(X)
+    with pytest.raises(ValueError, match="num_threads"):
+        index.search(X[:2], num_threads=-2)
+    missing = tmp_path / "nope.ordann"
+    with pytest.raises(OSError, match="nope.ordann"):
+        ann.BQGraphIndex.load(missing)
+    with pytest.raises(OSError, match="no_such_dir"):
+        index.save(tmp_path / "no_such_dir" / "x.ordann")

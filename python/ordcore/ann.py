@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
+from ordcore._args import num_threads_arg
 from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -94,6 +95,12 @@ def _as_ids(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
         raise InvalidArgumentError(f"{arg}: values must fit in int64")
     if n is not None and a.shape[0] != n:
         raise InvalidArgumentError(f"{arg}: has {a.shape[0]} entries but X has {n} rows")
+    if a.dtype.kind == "i" and a.size and int(a.min()) < 0:
+        row = int(np.argmax(a < 0))
+        raise InvalidArgumentError(
+            f"{arg}: entry {row} is {int(a[row])}; ids must be non-negative "
+            "(-1 marks padding in search results)"
+        )
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
@@ -203,7 +210,7 @@ def exact_search(
     k = _positive_int(k, "k")
     xa = _as_matrix(X, "X")
     qa = _as_matrix(Q, "Q", xa.shape[1])
-    return _core.ann_exact_search(xa, qa, k, metric, num_threads)
+    return _core.ann_exact_search(xa, qa, k, metric, num_threads_arg(num_threads))
 
 
 def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None) -> float:
@@ -292,6 +299,7 @@ def bq_fitness(
     a = _sample_rows(_as_matrix(X, "X"), sample, seed)
     if a.shape[0] <= k:
         raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
+    num_threads = num_threads_arg(num_threads)
     plain = _core.ann_fitness_recall(a, metric, int(bits), k, None, num_threads)
     rotated = _core.ann_fitness_recall(a, metric, int(bits), k, int(seed), num_threads)
     rec: str | None = "hadamard" if rotated > plain + 0.05 else None
@@ -524,6 +532,7 @@ class BQGraphIndex:
             sample (see :func:`bq_fitness`) is below :data:`FITNESS_THRESHOLD` for this
             index's settings; the message says whether ``rotation="hadamard"`` would help.
         """
+        num_threads = num_threads_arg(num_threads)
         a = _as_matrix(X, "X", self.dim)
         id_arr = None if ids is None else _as_ids(ids, a.shape[0])
         if len(self) == 0 and self._inner.n_nodes() == 0 and a.shape[0] >= _FITNESS_MIN_ROWS:
@@ -570,7 +579,7 @@ class BQGraphIndex:
             if other > recall + 0.05:
                 hint = f"; rotation='hadamard' raises it to {other:.2f}"
         warnings.warn(
-            f"binary codes rank this data poorly: code-space recall@10 {recall:.2f} on a "
+            f"binary codes rank this data poorly: code-space recall@10 {recall:.3f} on a "
             f"sample of {s.shape[0]} rows (threshold {FITNESS_THRESHOLD}){hint}. Expect low "
             "recall unless ef_search is large; see ordcore.ann.bq_fitness",
             BQFitnessWarning,
@@ -589,7 +598,7 @@ class BQGraphIndex:
         """Repairs the graph around removed nodes and drops them (FreshDiskANN-style
         consolidation: each live node that pointed at a removed one is re-pruned over its
         live neighbours and the removed node's neighbours)."""
-        self._inner.compact(num_threads)
+        self._inner.compact(num_threads_arg(num_threads))
 
     # -- search ---------------------------------------------------------------------
     def search(
@@ -628,7 +637,7 @@ class BQGraphIndex:
         if rerank_k is not None:
             rerank_k = _positive_int(rerank_k, "rerank_k")
         q = _as_matrix(Q, "Q", self.dim)
-        return self._inner.search(q, k, ef_search, bool(rerank), rerank_k, num_threads)
+        return self._inner.search(q, k, ef_search, bool(rerank), rerank_k, num_threads_arg(num_threads))
 
     # -- introspection and persistence ----------------------------------------------
     def memory_usage(self) -> MemoryUsage:
@@ -647,8 +656,17 @@ class BQGraphIndex:
         """Writes the index to ``path`` (format documented in ``rust/ordcore-core/src/ann/
         format.rs``: magic ``ORDCANN\\0``, version, byte-order mark, all parameters, CRC-32 of
         header and payload). It is written to a temporary file in the same folder and renamed,
-        so ``path`` never holds a half-written index."""
-        self._inner.save(Path(path))
+        so ``path`` never holds a half-written index.
+
+        Raises
+        ------
+        OSError
+            The folder does not exist or is not writable (the message names ``path``).
+        """
+        try:
+            self._inner.save(Path(path))
+        except OSError as exc:
+            raise type(exc)(f"cannot write index to {os.fspath(path)!r}: {exc}") from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BQGraphIndex:
@@ -659,4 +677,8 @@ class BQGraphIndex:
         verified once. Raises :class:`ordcore.IndexFormatError` naming the reason for a
         truncated, corrupted, foreign or newer-version file, ``OSError`` if unreadable.
         """
-        return cls._wrap(_core.BQGraphIndex.load(Path(path), bool(mmap)))
+        try:
+            inner = _core.BQGraphIndex.load(Path(path), bool(mmap))
+        except OSError as exc:
+            raise type(exc)(f"cannot read index {os.fspath(path)!r}: {exc}") from None
+        return cls._wrap(inner)

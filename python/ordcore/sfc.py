@@ -30,6 +30,8 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
+from ordcore._args import int_arg as _int_arg
+from ordcore._args import num_threads_arg as _threads
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -65,26 +67,6 @@ SCAN_KINDS: tuple[str, ...] = (
     "spiral",
     "diagonal",
 )
-
-
-def _int_arg(name: str, value: object) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise DTypeError(f"{name}: must be an integer, got a bool")
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise DTypeError(
-            f"{name}: must be an integer, got {type(value).__name__}"
-        ) from None
-
-
-def _threads(num_threads: int | None) -> int | None:
-    if num_threads is None:
-        return None
-    n = _int_arg("num_threads", num_threads)
-    if n < 1:
-        raise InvalidArgumentError(f"num_threads: must be at least 1 (or None), got {n}")
-    return n
 
 
 def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
