@@ -192,8 +192,12 @@ struct Items {
     start: Vec<i64>,
     stop: Vec<i64>,
     fragment: Vec<bool>,
-    /// Planned size: `stop - start` rounded up to the multiple.
+    /// Planned size: `stop - start` rounded up to the multiple (empty when not wanted).
     size: Vec<u32>,
+    /// `hist[s]`: number of segments of planned size `s` (`0..=max_len`).
+    hist: Vec<u64>,
+    /// Sum of `stop - start` over the segments.
+    real_tokens: u64,
 }
 
 fn round_up(x: i64, m: i64) -> i64 {
@@ -226,32 +230,95 @@ fn validate_options(opts: &PlanOptions) -> Result<()> {
     Ok(())
 }
 
-fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
+/// Identity fast path: when every length is in `1..=max_len`, the planned sizes (if
+/// `want_size`), the histogram of sizes and the number of real tokens in one pass (parallel
+/// over chunks for large inputs; the result does not depend on the split). `None` otherwise.
+fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Option<Items> {
+    let l = opts.max_len;
+    let m = opts.pad_to_multiple_of;
+    let nh = l as usize + 1;
+    // Since `m` divides `l`, `1 <= len <= l` implies `round_up(len, m) <= l`.
+    let scan = |inp: &[i64], out: Option<&mut [u32]>, hist: &mut [u64]| -> Option<u64> {
+        let mut real = 0u64;
+        let mut ok = true;
+        let size_of = |len: i64| if m == 1 { len } else { round_up(len, m) };
+        match out {
+            Some(out) => {
+                for (o, &len) in out.iter_mut().zip(inp) {
+                    ok &= (1..=l).contains(&len);
+                    let sz = size_of(len.clamp(0, l));
+                    *o = sz as u32;
+                    hist[sz as usize] += 1;
+                    real = real.wrapping_add(len as u64);
+                }
+            }
+            None => {
+                for &len in inp {
+                    ok &= (1..=l).contains(&len);
+                    hist[size_of(len.clamp(0, l)) as usize] += 1;
+                    real = real.wrapping_add(len as u64);
+                }
+            }
+        }
+        ok.then_some(real)
+    };
+    let n = lengths.len();
+    let mut size = if want_size { vec![0u32; n] } else { Vec::new() };
+    let (hist, real) = if n >= crate::PARALLEL_THRESHOLD {
+        const CHUNK: usize = 1 << 16;
+        let merge = |a: Option<(Vec<u64>, u64)>, b: Option<(Vec<u64>, u64)>| match (a, b) {
+            (Some((mut ha, ra)), Some((hb, rb))) => {
+                for (x, y) in ha.iter_mut().zip(&hb) {
+                    *x += y;
+                }
+                Some((ha, ra.wrapping_add(rb)))
+            }
+            _ => None,
+        };
+        let ident = || Some((vec![0u64; nh], 0u64));
+        let step = |acc: Option<(Vec<u64>, u64)>, inp: &[i64], out: Option<&mut [u32]>| {
+            let (mut h, r) = acc?;
+            let r2 = scan(inp, out, &mut h)?;
+            Some((h, r.wrapping_add(r2)))
+        };
+        if want_size {
+            lengths
+                .par_chunks(CHUNK)
+                .zip(size.par_chunks_mut(CHUNK))
+                .fold(ident, |acc, (inp, out)| step(acc, inp, Some(out)))
+                .reduce(ident, merge)?
+        } else {
+            lengths
+                .par_chunks(CHUNK)
+                .fold(ident, |acc, inp| step(acc, inp, None))
+                .reduce(ident, merge)?
+        }
+    } else {
+        let mut hist = vec![0u64; nh];
+        let out = if want_size { Some(&mut size[..]) } else { None };
+        let real = scan(lengths, out, &mut hist)?;
+        (hist, real)
+    };
+    Some(Items {
+        identity: true,
+        seq: Vec::new(),
+        start: Vec::new(),
+        stop: Vec::new(),
+        fragment: Vec::new(),
+        size,
+        hist,
+        real_tokens: real,
+    })
+}
+
+/// Segments after the overlong policy. `want_size: false` leaves `size` empty (only the
+/// histogram is wanted) on the identity fast path.
+fn make_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Result<Items> {
     validate_options(opts)?;
     let l = opts.max_len;
     let m = opts.pad_to_multiple_of;
-    let fits = |len: i64| len >= 1 && len <= l;
-    let identity = if m == 1 {
-        lengths.iter().all(|&len| fits(len))
-    } else {
-        lengths
-            .iter()
-            .all(|&len| len >= 1 && round_up(len.min(l + 1), m) <= l)
-    };
-    if identity {
-        let size = if m == 1 {
-            lengths.iter().map(|&len| len as u32).collect()
-        } else {
-            lengths.iter().map(|&len| round_up(len, m) as u32).collect()
-        };
-        return Ok(Items {
-            identity: true,
-            seq: Vec::new(),
-            start: Vec::new(),
-            stop: Vec::new(),
-            fragment: Vec::new(),
-            size,
-        });
+    if let Some(items) = identity_items(lengths, opts, want_size) {
+        return Ok(items);
     }
     let mut items = Items {
         identity: false,
@@ -260,6 +327,8 @@ fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
         stop: Vec::with_capacity(lengths.len()),
         fragment: Vec::with_capacity(lengths.len()),
         size: Vec::with_capacity(lengths.len()),
+        hist: vec![0u64; l as usize + 1],
+        real_tokens: 0,
     };
     for (i, &len) in lengths.iter().enumerate() {
         ensure!(
@@ -281,6 +350,8 @@ fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
             items.stop.push(len);
             items.fragment.push(false);
             items.size.push(round_up(len, m) as u32);
+            items.hist[round_up(len, m) as usize] += 1;
+            items.real_tokens += len as u64;
             continue;
         }
         match opts.overlong {
@@ -301,6 +372,8 @@ fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
                 items.stop.push(l);
                 items.fragment.push(false);
                 items.size.push(l as u32);
+                items.hist[l as usize] += 1;
+                items.real_tokens += l as u64;
             }
             Overlong::Split => {
                 let mut s = 0;
@@ -311,6 +384,8 @@ fn make_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
                     items.stop.push(e);
                     items.fragment.push(true);
                     items.size.push(round_up(e - s, m) as u32);
+                    items.hist[round_up(e - s, m) as usize] += 1;
+                    items.real_tokens += (e - s) as u64;
                     s = e;
                 }
             }
@@ -661,7 +736,7 @@ fn csr_from_bins(
     bin_of: &[u32],
     nbins: usize,
     order: impl Iterator<Item = usize>,
-) -> (Vec<i64>, Vec<u32>) {
+) -> (Vec<i64>, Vec<i64>) {
     let mut offsets = vec![0i64; nbins + 1];
     for &b in bin_of {
         offsets[b as usize + 1] += 1;
@@ -670,10 +745,10 @@ fn csr_from_bins(
         offsets[b + 1] += offsets[b];
     }
     let mut cursor: Vec<i64> = offsets[..nbins].to_vec();
-    let mut slots = vec![0u32; bin_of.len()];
+    let mut slots = vec![0i64; bin_of.len()];
     for it in order {
         let b = bin_of[it] as usize;
-        slots[cursor[b] as usize] = it as u32;
+        slots[cursor[b] as usize] = it as i64;
         cursor[b] += 1;
     }
     (offsets, slots)
@@ -682,7 +757,7 @@ fn csr_from_bins(
 fn finish_plan(
     items: Items,
     offsets: Vec<i64>,
-    slots: Vec<u32>,
+    slots: Vec<i64>,
     lengths: &[i64],
     opts: &PlanOptions,
 ) -> Result<Plan> {
@@ -693,50 +768,56 @@ fn finish_plan(
         slots.len(),
         items.size.len()
     );
+    // The copy of the lengths (a fresh allocation) overlaps the gathers.
+    let (lengths_copy, (seq_index, rest)) = rayon::join(
+        || lengths.to_vec(),
+        || {
+            if items.identity {
+                (slots, None)
+            } else {
+                // Every item lands in exactly one slot, so coverage comes from the items,
+                // which are in source order (a sequential pass instead of a random one over
+                // the slots).
+                let mut covered = vec![0i64; lengths.len()];
+                let mut pieces = vec![0u32; lengths.len()];
+                for k in 0..items.seq.len() {
+                    let i = items.seq[k] as usize;
+                    covered[i] += items.stop[k] - items.start[k];
+                    pieces[i] += 1;
+                }
+                let gather =
+                    |v: &[i64]| -> Vec<i64> { slots.iter().map(|&i| v[i as usize]).collect() };
+                let seq_index = gather(&items.seq);
+                let start = gather(&items.start);
+                let stop = gather(&items.stop);
+                let fragment = slots.iter().map(|&i| items.fragment[i as usize]).collect();
+                (seq_index, Some((start, stop, fragment, covered, pieces)))
+            }
+        },
+    );
     let mut plan = Plan {
         max_len: opts.max_len,
         pad_to_multiple_of: opts.pad_to_multiple_of,
-        seq_index: Vec::new(),
+        seq_index,
         start: Vec::new(),
         stop: Vec::new(),
         fragment: Vec::new(),
         pack_offsets: offsets,
-        lengths: lengths.to_vec(),
+        lengths: lengths_copy,
         stats: Stats::default(),
     };
-    let coverage = if items.identity {
-        plan.seq_index = slots.iter().map(|&i| i as i64).collect();
-        None
-    } else {
-        // Every item lands in exactly one slot, so coverage comes from the items, which are
-        // in source order (a sequential pass instead of a random one over the slots).
-        let mut covered = vec![0i64; lengths.len()];
-        let mut pieces = vec![0u32; lengths.len()];
-        for k in 0..items.seq.len() {
-            let i = items.seq[k] as usize;
-            covered[i] += items.stop[k] - items.start[k];
-            pieces[i] += 1;
-        }
-        let gather = |v: &[i64]| -> Vec<i64> { slots.iter().map(|&i| v[i as usize]).collect() };
-        plan.seq_index = gather(&items.seq);
-        plan.start = gather(&items.start);
-        plan.stop = gather(&items.stop);
-        plan.fragment = slots.iter().map(|&i| items.fragment[i as usize]).collect();
-        Some((covered, pieces))
-    };
-    let real_tokens = if items.identity {
-        lengths.iter().map(|&x| x as u64).sum()
-    } else {
-        (0..items.seq.len())
-            .map(|k| (items.stop[k] - items.start[k]) as u64)
-            .sum()
-    };
+    let coverage = rest.map(|(start, stop, fragment, covered, pieces)| {
+        plan.start = start;
+        plan.stop = stop;
+        plan.fragment = fragment;
+        (covered, pieces)
+    });
     plan.stats = compute_stats_with(
         &plan,
         Coverage::Trusted {
             per_seq: coverage,
-            sizes: &items.size,
-            real_tokens,
+            hist: &items.hist,
+            real_tokens: items.real_tokens,
         },
     )?;
     Ok(plan)
@@ -744,7 +825,7 @@ fn finish_plan(
 
 /// [`make_items`], checking that the segments can be numbered with `u32` slots.
 fn plannable_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
-    let items = make_items(lengths, opts)?;
+    let items = make_items(lengths, opts, true)?;
     ensure!(
         items.size.len() < u32::MAX as usize,
         "lengths",
@@ -761,7 +842,7 @@ pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result
     let limit = opts.max_seqs_per_pack.unwrap_or(usize::MAX);
     match algorithm {
         Algorithm::Spfhp | Algorithm::Lpfhp => {
-            let hist = histogram(&items.size, max_len);
+            let hist = items.hist[1..].to_vec();
             let limit = limit.min(max_len as usize);
             let recipe = if algorithm == Algorithm::Spfhp {
                 spfhp(&hist, max_len, limit)
@@ -787,19 +868,11 @@ pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result
     }
 }
 
-fn histogram(size: &[u32], max_len: u32) -> Vec<u64> {
-    let mut hist = vec![0u64; max_len as usize];
-    for &s in size {
-        hist[(s - 1) as usize] += 1;
-    }
-    hist
-}
-
 /// Histogram (`hist[i]` = number of segments of planned length `i + 1`) after the overlong
 /// policy; what NNLSHP solves for.
 pub fn planned_histogram(lengths: &[i64], opts: &PlanOptions) -> Result<Vec<u64>> {
-    let items = make_items(lengths, opts)?;
-    Ok(histogram(&items.size, opts.max_len as u32))
+    let items = make_items(lengths, opts, false)?;
+    Ok(items.hist[1..].to_vec())
 }
 
 /// Realizes a histogram recipe (e.g. NNLSHP's): `counts[j]` packs of the lengths
@@ -861,8 +934,8 @@ fn assign_recipe(
     let max_len = opts.max_len as usize;
     // Items grouped by planned size (stable), then shuffled within each size from the seed.
     let mut start_of = vec![0usize; max_len + 2];
-    for &s in &items.size {
-        start_of[s as usize + 1] += 1;
+    for (s, &h) in items.hist.iter().enumerate() {
+        start_of[s + 1] = h as usize;
     }
     for k in 1..start_of.len() {
         start_of[k] += start_of[k - 1];
@@ -911,7 +984,7 @@ fn assign_recipe(
             for &s in pack {
                 let s = s as usize;
                 if next[s] < start_of[s + 1] {
-                    slots.push(grouped[next[s]]);
+                    slots.push(grouped[next[s]] as i64);
                     next[s] += 1;
                 }
             }
@@ -987,7 +1060,7 @@ enum Coverage<'a> {
     /// the number of real tokens. Avoids a random-access pass over the slots.
     Trusted {
         per_seq: Option<(Vec<i64>, Vec<u32>)>,
-        sizes: &'a [u32],
+        hist: &'a [u64],
         real_tokens: u64,
     },
 }
@@ -1037,12 +1110,10 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
     let (coverage, checked) = match coverage {
         Coverage::Trusted {
             per_seq,
-            sizes,
+            hist: planned,
             real_tokens,
         } => {
-            for &sz in sizes {
-                hist[sz as usize] += 1;
-            }
+            hist.copy_from_slice(planned);
             real = real_tokens;
             deepest = off
                 .windows(2)
