@@ -354,11 +354,14 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             len: vec_len,
         }
     } else {
-        Vectors::Owned(read_le!(f32, &b[vec_off..vec_off + 4 * vec_len]))
+        Vectors::Owned(super::huge::copied(&read_le!(
+            f32,
+            &b[vec_off..vec_off + 4 * vec_len]
+        )))
     };
     index.n_deleted = deleted.iter().filter(|&&d| d).count();
-    index.codes = codes;
-    index.adj = adj;
+    index.codes = super::huge::copied(&codes);
+    index.adj = super::huge::copied(&adj);
     index.deg = deg;
     index.ids = ids;
     index.deleted = deleted;

@@ -8,6 +8,7 @@
 pub mod codes;
 pub mod format;
 pub mod graph;
+mod huge;
 pub mod rotation;
 
 use std::collections::HashMap;
@@ -343,7 +344,7 @@ impl Vectors {
     }
     fn make_owned(&mut self) -> &mut Vec<f32> {
         if let Vectors::Mapped { .. } = self {
-            *self = Vectors::Owned(self.as_slice().to_vec());
+            *self = Vectors::Owned(huge::copied(self.as_slice()));
         }
         match self {
             Vectors::Owned(v) => v,
@@ -633,9 +634,15 @@ impl BQGraphIndex {
         let codes = encode_rows(&rows, dim, self.params.bits, self.rot.as_ref())?;
         // From here on nothing fails.
         let old = self.ids.len();
-        self.vectors.make_owned().extend_from_slice(&rows);
-        self.codes.extend_from_slice(&codes);
-        self.adj.resize((old + n) * self.stride, 0);
+        huge::extend(self.vectors.make_owned(), &rows);
+        huge::extend(&mut self.codes, &codes);
+        let adj_len = (old + n) * self.stride;
+        if self.adj.capacity() < adj_len {
+            let mut adj = huge::with_capacity(adj_len);
+            adj.extend_from_slice(&self.adj);
+            self.adj = adj;
+        }
+        self.adj.resize(adj_len, 0);
         self.deg.resize(old + n, 0);
         self.restride(slack_degree(self.params.r));
         for (k, &id) in new_ids.iter().enumerate() {
@@ -666,7 +673,7 @@ impl BQGraphIndex {
             return;
         }
         let n = self.deg.len();
-        let mut adj = vec![0u32; n * stride];
+        let mut adj = huge::filled(n * stride, 0u32);
         for i in 0..n {
             let d = (self.deg[i] as usize).min(stride);
             adj[i * stride..i * stride + d]
@@ -1074,9 +1081,9 @@ impl BQGraphIndex {
         let cw = self.cw;
         let old_vecs = std::mem::replace(&mut self.vectors, Vectors::Owned(Vec::new()));
         let ov = old_vecs.as_slice();
-        let mut codes = Vec::with_capacity(m * cw);
-        let mut vecs = Vec::with_capacity(m * dim);
-        let mut adj = vec![0u32; m * r];
+        let mut codes = huge::with_capacity(m * cw);
+        let mut vecs = huge::with_capacity(m * dim);
+        let mut adj = huge::filled(m * r, 0u32);
         let mut deg = vec![0u32; m];
         let mut ids = Vec::with_capacity(m);
         for i in 0..n {
