@@ -17,15 +17,10 @@ from typing import get_args
 import numpy as np
 
 from ordcore import ann, datasets, hadamard, packing, sfc
+from ordcore.cli import _table
 
 __all__ = ["run_demo"]
 
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    from ordcore.cli import _table as table
-
-    return table(headers, rows)
 
 
 def _section(title: str) -> None:
@@ -103,8 +98,7 @@ def _demo_scan() -> None:
         loc = sfc.locality(sfc.scan_order(14, 14, kind), 14, 14)
         values = loc._asdict()
         rows.append([kind] + [f"{v:.3f}" if isinstance(v, float) else str(v) for v in values.values()])
-        headers = ["order"] + list(values.keys())
-    print(_table(headers, rows))
+    print(_table(["order", *sfc.Locality._fields], rows))
 
 
 def _demo_hadamard() -> None:
