@@ -351,6 +351,47 @@ def test_same_seed_same_graph_any_thread_count() -> None:
     assert not np.array_equal(other._inner.graph()[0], graphs[0][0])
 
 
+_KERNEL_SCRIPT = """
+import sys
+import numpy as np
+from ordcore import _core, ann
+dim, out = int(sys.argv[1]), sys.argv[2]
+x = np.random.default_rng(3).standard_normal((1500, dim)).astype(np.float32)
+idx = ann.BQGraphIndex(dim, seed=1)
+idx.add(x, num_threads=2)
+idx.save(out + ".idx")
+ids, dist = idx.search(x[:50] + 0.1, k=10, ef_search=32)
+np.savez(out + ".npz", ids=ids, dist=dist)
+print(_core.ann_kernel())
+"""
+
+
+@pytest.mark.parametrize("dim", [100, 384, 1000])
+def test_every_kernel_builds_the_same_index(tmp_path: Path, dim: int) -> None:
+    """The AVX-512, popcnt and portable code-distance kernels (chosen at run time, capped by
+    ORDCORE_ANN_KERNEL) give byte-identical index files and identical search results."""
+    import os
+    import subprocess
+    import sys
+
+    files = {}
+    for cap in ("", "popcnt", "portable"):
+        env = dict(os.environ, ORDCORE_ANN_KERNEL=cap)
+        out = str(tmp_path / (cap or "best"))
+        run = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, str(dim), out], env=env,
+                             capture_output=True, text=True, check=True)
+        used = run.stdout.strip()
+        assert used in ("avx512-vpopcntdq", "popcnt", "portable")
+        if cap:
+            assert used == cap or (cap == "popcnt" and used == "portable")
+        files[cap] = out
+    for cap in ("popcnt", "portable"):
+        assert Path(files[cap] + ".idx").read_bytes() == Path(files[""] + ".idx").read_bytes()
+        a, b = np.load(files[cap] + ".npz"), np.load(files[""] + ".npz")
+        np.testing.assert_array_equal(a["ids"], b["ids"])
+        np.testing.assert_array_equal(a["dist"], b["dist"])
+
+
 def test_incremental_add_and_auto_ids() -> None:
     x = _gauss(1200, 32, 13)
     idx = ann.BQGraphIndex(32)

@@ -236,7 +236,7 @@ __all__ += [
     "ann_encode",
     "ann_exact_search",
     "ann_fitness_recall",
-    "ann_has_popcnt",
+    "ann_kernel",
 ]
 
 import os as _os
@@ -309,4 +309,4 @@ def ann_fitness_recall(
     rotation_seed: int | None,
     num_threads: int | None,
 ) -> float: ...
-def ann_has_popcnt() -> bool: ...
+def ann_kernel() -> str: ...

@@ -346,9 +346,11 @@ fn ann_fitness_recall(
     })
 }
 
+/// The code-distance kernel in use (runtime feature detection, capped by
+/// `ORDCORE_ANN_KERNEL`).
 #[pyfunction]
-fn ann_has_popcnt() -> bool {
-    ann::graph::has_popcnt()
+fn ann_kernel() -> &'static str {
+    ann::codes::kernel().name()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -357,6 +359,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ann_code_distance, m)?)?;
     m.add_function(wrap_pyfunction!(ann_exact_search, m)?)?;
     m.add_function(wrap_pyfunction!(ann_fitness_recall, m)?)?;
-    m.add_function(wrap_pyfunction!(ann_has_popcnt, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_kernel, m)?)?;
     Ok(())
 }

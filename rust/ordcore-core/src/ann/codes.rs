@@ -177,6 +177,161 @@ impl<const W: usize> CodeDist for SignMagN<W> {
     }
 }
 
+/// The code-distance kernels, slowest first. The fastest one the CPU supports is chosen at
+/// run time; the environment variable `ORDCORE_ANN_KERNEL` (`portable`, `popcnt`) caps the
+/// choice, read once per process. Every kernel gives the same distances, so the same graphs
+/// and results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kernel {
+    /// Plain Rust, no CPU feature assumed.
+    Portable,
+    /// Scalar `popcnt`.
+    Popcnt,
+    /// AVX-512F + VPOPCNTDQ vector popcounts ([`SignMagV`]).
+    Avx512Vpopcntdq,
+}
+
+impl Kernel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Portable => "portable",
+            Kernel::Popcnt => "popcnt",
+            Kernel::Avx512Vpopcntdq => "avx512-vpopcntdq",
+        }
+    }
+}
+
+fn detect_kernel() -> Kernel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if !std::is_x86_feature_detected!("popcnt") {
+            Kernel::Portable
+        } else if std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            Kernel::Avx512Vpopcntdq
+        } else {
+            Kernel::Popcnt
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Kernel::Portable
+    }
+}
+
+/// The kernel in use (see [`Kernel`]).
+pub fn kernel() -> Kernel {
+    static KERNEL: std::sync::OnceLock<Kernel> = std::sync::OnceLock::new();
+    *KERNEL.get_or_init(|| {
+        let cap = match std::env::var("ORDCORE_ANN_KERNEL").as_deref() {
+            Ok("portable") => Kernel::Portable,
+            Ok("popcnt") => Kernel::Popcnt,
+            _ => Kernel::Avx512Vpopcntdq,
+        };
+        detect_kernel().min(cap)
+    })
+}
+
+/// Whether the AVX-512 vector popcount kernel ([`SignMagV`]) is in use.
+#[inline]
+pub fn has_vpopcnt() -> bool {
+    kernel() >= Kernel::Avx512Vpopcntdq
+}
+
+/// Whether the scalar `popcnt` instruction is in use.
+#[inline]
+pub fn has_popcnt() -> bool {
+    kernel() >= Kernel::Popcnt
+}
+
+/// [`SignMagN`] computed with AVX-512 vector popcounts: eight words per register (masked
+/// loads for the tail, so no read past the code), five `vpopcntq` and one horizontal sum per
+/// distance instead of five scalar popcounts per word. Same results bit for bit. A value
+/// exists only on a CPU with the features ([`SignMagV::new`] checks), which is what makes
+/// its `dist` sound.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub struct SignMagV<const W: usize> {
+    dim: u32,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const W: usize> SignMagV<W> {
+    /// `None` unless the [`Kernel`] in use is `Avx512Vpopcntdq` (the CPU has AVX-512F and
+    /// VPOPCNTDQ, and `ORDCORE_ANN_KERNEL` does not cap it).
+    pub fn new(dim: u32) -> Option<Self> {
+        has_vpopcnt().then_some(SignMagV { dim })
+    }
+}
+
+/// `d(a, b)` for `W` words per plane with AVX-512 (see [`SignMag`] for the popcount form:
+/// `d = 3D - |e| - 3|p&q| + 2|x| + 2|x&e| + 6|x&p&q|`, `e = p^q`).
+///
+/// # Safety
+/// The CPU must support AVX-512F and VPOPCNTDQ; `a` and `b` hold at least `2W` words.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn signmag_avx512<const W: usize>(a: &[u64], b: &[u64], dim: u32) -> u32 {
+    use std::arch::x86_64::*;
+    let (a, b) = (&a[..2 * W], &b[..2 * W]);
+    let mut acc = _mm512_setzero_si512();
+    let mut i = 0;
+    while i < W {
+        let n = (W - i).min(8);
+        let m: __mmask8 = (0xffu16 >> (8 - n)) as u8;
+        // SAFETY: the mask covers words i..i + n of each plane, all inside `a` and `b`
+        // (masked-off lanes are not read).
+        let (sa, sb, ma, mb) = unsafe {
+            (
+                _mm512_maskz_loadu_epi64(m, a.as_ptr().add(i) as *const i64),
+                _mm512_maskz_loadu_epi64(m, b.as_ptr().add(i) as *const i64),
+                _mm512_maskz_loadu_epi64(m, a.as_ptr().add(W + i) as *const i64),
+                _mm512_maskz_loadu_epi64(m, b.as_ptr().add(W + i) as *const i64),
+            )
+        };
+        let x = _mm512_xor_si512(sa, sb);
+        let e = _mm512_xor_si512(ma, mb);
+        let both = _mm512_and_si512(ma, mb);
+        let px = _mm512_popcnt_epi64(x);
+        let pxe = _mm512_popcnt_epi64(_mm512_and_si512(x, e));
+        let pxb = _mm512_popcnt_epi64(_mm512_and_si512(x, both));
+        let pe = _mm512_popcnt_epi64(e);
+        let pb = _mm512_popcnt_epi64(both);
+        // 2(|x| + |x&e|) - |e| + 3(2|x&p&q| - |p&q|)
+        let u = _mm512_sub_epi64(_mm512_slli_epi64::<1>(_mm512_add_epi64(px, pxe)), pe);
+        let v = _mm512_sub_epi64(_mm512_slli_epi64::<1>(pxb), pb);
+        let v3 = _mm512_add_epi64(v, _mm512_slli_epi64::<1>(v));
+        acc = _mm512_add_epi64(acc, _mm512_add_epi64(u, v3));
+        i += 8;
+    }
+    (3 * dim as i64 + _mm512_reduce_add_epi64(acc)) as u32
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const W: usize> CodeDist for SignMagV<W> {
+    #[inline(always)]
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
+        // SAFETY: `self` exists, so `new` found the CPU features; the slices are checked
+        // (indexed to `2W`) inside.
+        unsafe { signmag_avx512::<W>(a, b, self.dim) }
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        2 * W
+    }
+    #[inline(always)]
+    fn same(&self, a: &[u64], b: &[u64]) -> bool {
+        let (a, b) = (&a[..2 * W], &b[..2 * W]);
+        let mut acc = 0u64;
+        for i in 0..2 * W {
+            acc |= a[i] ^ b[i];
+        }
+        acc == 0
+    }
+}
+
 /// Distance between two codes with runtime `bits` (reference path used by tests and the
 /// Python `code_distance`; the index uses the monomorphized kernels).
 pub fn code_distance(a: &[u64], b: &[u64], dim: usize, bits: usize) -> u32 {
@@ -231,12 +386,69 @@ mod tests {
                 let fixed = SignMagN::<2> { dim: a.len() as u32 }.dist(&ca, &cb);
                 prop_assert_eq!(fixed as i64, naive(&a, &b));
             }
+            #[cfg(target_arch = "x86_64")]
+            {
+                fn vec_dist<const W: usize>(a: &[u64], b: &[u64], dim: usize) -> Option<u32> {
+                    SignMagV::<W>::new(dim as u32).map(|v| v.dist(a, b))
+                }
+                let got = match w {
+                    1 => vec_dist::<1>(&ca, &cb, a.len()),
+                    2 => vec_dist::<2>(&ca, &cb, a.len()),
+                    3 => vec_dist::<3>(&ca, &cb, a.len()),
+                    4 => vec_dist::<4>(&ca, &cb, a.len()),
+                    _ => None,
+                };
+                if let Some(got) = got {
+                    prop_assert_eq!(got as i64, naive(&a, &b));
+                }
+            }
             let (mut ha, mut hb) = (vec![0u64; w], vec![0u64; w]);
             encode_one(&a, 1, &mut ha);
             encode_one(&b, 1, &mut hb);
             let ham = a.iter().zip(&b).filter(|(x, y)| (**x > 0.0) != (**y > 0.0)).count();
             prop_assert_eq!(code_distance(&ha, &hb, a.len(), 1) as usize, ham);
         }
+    }
+
+    /// The AVX-512 kernel equals the scalar one for every dimension the index dispatches to
+    /// it (2 to 16 words per plane, with and without a partial last word), on CPUs that have it.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn vector_kernel_matches_scalar() {
+        fn check<const W: usize>() {
+            for dim in [64 * W - 63, 64 * W - 1, 64 * W] {
+                let Some(v) = SignMagV::<W>::new(dim as u32) else {
+                    return;
+                };
+                let s = SignMag {
+                    words: W,
+                    dim: dim as u32,
+                };
+                let vec_of = |seed: u64| -> Vec<f32> {
+                    (0..dim)
+                        .map(|i| {
+                            let r = crate::rng::counter_u64(seed, 7, i as u64);
+                            (r >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                        })
+                        .collect()
+                };
+                for seed in 0..20u64 {
+                    let (a, b) = (vec_of(2 * seed), vec_of(2 * seed + 1));
+                    let (mut ca, mut cb) = (vec![0u64; 2 * W], vec![0u64; 2 * W]);
+                    encode_one(&a, 2, &mut ca);
+                    encode_one(&b, 2, &mut cb);
+                    assert_eq!(v.dist(&ca, &cb), s.dist(&ca, &cb), "dim {dim}");
+                    assert_eq!(v.dist(&ca, &ca), s.dist(&ca, &ca), "dim {dim}");
+                    assert_eq!(v.dist(&ca, &cb) as i64, naive(&a, &b), "dim {dim}");
+                }
+            }
+        }
+        check::<2>();
+        check::<4>();
+        check::<6>();
+        check::<8>();
+        check::<12>();
+        check::<16>();
     }
 
     #[test]

@@ -347,7 +347,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     let vec_off = HEADER + lay.vectors;
     let vec_len = n * dim;
-    let vectors = if mmap && cfg!(target_endian = "little") && vec_off % 4 == 0 {
+    let vectors = if mmap && cfg!(target_endian = "little") && vec_off.is_multiple_of(4) {
         Vectors::Mapped {
             map,
             offset: vec_off,

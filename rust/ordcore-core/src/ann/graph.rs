@@ -18,7 +18,7 @@
 
 use std::cell::RefCell;
 
-use super::codes::CodeDist;
+use super::codes::{has_popcnt, has_vpopcnt, CodeDist};
 
 /// At most this many edges of a node go to nodes with exactly its code.
 pub fn twin_cap(r: usize) -> usize {
@@ -264,19 +264,21 @@ unsafe fn beam_search_popcnt<D: CodeDist>(
     beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
 }
 
-/// Whether the popcount instruction is used (runtime CPU feature detection).
-pub fn has_popcnt() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("popcnt")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
+unsafe fn beam_search_vpopcnt<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    expanded: Option<&mut Vec<(u32, u32)>>,
+    vis: &mut Visited,
+) -> Vec<(u32, u32)> {
+    beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
 }
 
-/// Beam search (dispatches to a popcnt-compiled copy when the CPU has it).
+/// Beam search (dispatches to a copy compiled for the [`super::codes::Kernel`] in use).
 pub fn beam_search<D: CodeDist>(
     g: &GraphRef<'_, D>,
     q: &[u64],
@@ -292,6 +294,10 @@ pub fn beam_search<D: CodeDist>(
         let mut vis = cell.borrow_mut();
         #[cfg(target_arch = "x86_64")]
         {
+            if has_vpopcnt() {
+                // SAFETY: the CPU supports these features (checked at run time).
+                return unsafe { beam_search_vpopcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
+            }
             if has_popcnt() {
                 // SAFETY: the CPU supports popcnt (checked at run time).
                 return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
@@ -375,6 +381,19 @@ unsafe fn robust_prune_popcnt<D: CodeDist>(
     robust_prune_impl(g, p, cands, alpha, r, skip)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
+unsafe fn robust_prune_vpopcnt<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    p: u32,
+    cands: &mut Vec<(u32, u32)>,
+    alpha: f64,
+    r: usize,
+    skip: &dyn Fn(u32) -> bool,
+) -> Vec<u32> {
+    robust_prune_impl(g, p, cands, alpha, r, skip)
+}
+
 /// RobustPrune of `p` over `cands` (`(d(p, c), c)`, duplicates allowed); `skip` excludes
 /// nodes (deleted ones). See the module docs for the rules.
 pub fn robust_prune<D: CodeDist>(
@@ -387,6 +406,10 @@ pub fn robust_prune<D: CodeDist>(
 ) -> Vec<u32> {
     #[cfg(target_arch = "x86_64")]
     {
+        if has_vpopcnt() {
+            // SAFETY: the CPU supports these features (checked at run time).
+            return unsafe { robust_prune_vpopcnt(g, p, cands, alpha, r, skip) };
+        }
         if has_popcnt() {
             // SAFETY: the CPU supports popcnt (checked at run time).
             return unsafe { robust_prune_popcnt(g, p, cands, alpha, r, skip) };

@@ -432,16 +432,31 @@ macro_rules! with_graph_fast {
         let words = words_for($self.code_dim);
         macro_rules! fixed {
             ($w:literal) => {{
-                let $g = GraphRef {
-                    dist: SignMagN::<$w> {
-                        dim: $self.code_dim as u32,
-                    },
-                    codes: &$self.codes,
-                    adj: &$self.adj,
-                    deg: &$self.deg,
-                    r: $self.stride,
-                };
-                $body
+                #[cfg(target_arch = "x86_64")]
+                let vector = codes::SignMagV::<$w>::new($self.code_dim as u32);
+                #[cfg(not(target_arch = "x86_64"))]
+                let vector: Option<SignMagN<$w>> = None;
+                if let Some(dist) = vector {
+                    let $g = GraphRef {
+                        dist,
+                        codes: &$self.codes,
+                        adj: &$self.adj,
+                        deg: &$self.deg,
+                        r: $self.stride,
+                    };
+                    $body
+                } else {
+                    let $g = GraphRef {
+                        dist: SignMagN::<$w> {
+                            dim: $self.code_dim as u32,
+                        },
+                        codes: &$self.codes,
+                        adj: &$self.adj,
+                        deg: &$self.deg,
+                        r: $self.stride,
+                    };
+                    $body
+                }
             }};
         }
         match ($self.params.bits, words) {
@@ -572,7 +587,7 @@ impl BQGraphIndex {
     ) -> Result<()> {
         let dim = self.params.dim;
         ensure!(
-            x.len() % dim == 0,
+            x.len().is_multiple_of(dim),
             "X",
             "length {} is not a multiple of dim {dim}",
             x.len()
@@ -896,7 +911,7 @@ impl BQGraphIndex {
     fn validate_query(&self, q: &[f32]) -> Result<usize> {
         let dim = self.params.dim;
         ensure!(
-            q.len() % dim == 0,
+            q.len().is_multiple_of(dim),
             "Q",
             "length {} is not a multiple of the index dimension {dim}",
             q.len()

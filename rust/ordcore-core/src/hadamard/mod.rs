@@ -50,7 +50,7 @@ pub fn decompose(n: usize) -> Option<(usize, usize)> {
     }
     BASE_ORDERS
         .iter()
-        .find(|&&k| n % k == 0 && (n / k).is_power_of_two())
+        .find(|&&k| n.is_multiple_of(k) && (n / k).is_power_of_two())
         .map(|&k| (k, n / k))
 }
 
@@ -227,7 +227,7 @@ fn for_each_row_pair<T: Real, F>(
 
 fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
     ensure!(
-        len % n == 0,
+        len.is_multiple_of(n),
         arg,
         "length {len} is not a multiple of the row length {n}"
     );
@@ -344,7 +344,11 @@ impl RandomizedHadamard {
         let group = match group_size {
             Some(g) => {
                 ensure!(g >= 1, "group_size", "must be at least 1");
-                ensure!(n % g == 0, "group_size", "{g} does not divide n = {n}");
+                ensure!(
+                    n.is_multiple_of(g),
+                    "group_size",
+                    "{g} does not divide n = {n}"
+                );
                 g
             }
             None => n,
