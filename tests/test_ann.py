@@ -355,9 +355,9 @@ _KERNEL_SCRIPT = """
 import sys
 import numpy as np
 from ordcore import _core, ann
-dim, out = int(sys.argv[1]), sys.argv[2]
+dim, bits, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 x = np.random.default_rng(3).standard_normal((1500, dim)).astype(np.float32)
-idx = ann.BQGraphIndex(dim, seed=1)
+idx = ann.BQGraphIndex(dim, bits=bits, seed=1)
 idx.add(x, num_threads=2)
 idx.save(out + ".idx")
 ids, dist = idx.search(x[:50] + 0.1, k=10, ef_search=32)
@@ -366,8 +366,9 @@ print(_core.ann_kernel())
 """
 
 
+@pytest.mark.parametrize("bits", [1, 2])
 @pytest.mark.parametrize("dim", [100, 384, 1000])
-def test_every_kernel_builds_the_same_index(tmp_path: Path, dim: int) -> None:
+def test_every_kernel_builds_the_same_index(tmp_path: Path, dim: int, bits: int) -> None:
     """The AVX-512, popcnt and portable code-distance kernels (chosen at run time, capped by
     ORDCORE_ANN_KERNEL) give byte-identical index files and identical search results."""
     import os
@@ -378,7 +379,7 @@ def test_every_kernel_builds_the_same_index(tmp_path: Path, dim: int) -> None:
     for cap in ("", "popcnt", "portable"):
         env = dict(os.environ, ORDCORE_ANN_KERNEL=cap)
         out = str(tmp_path / (cap or "best"))
-        run = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, str(dim), out], env=env,
+        run = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, str(dim), str(bits), out], env=env,
                              capture_output=True, text=True, check=True)
         used = run.stdout.strip()
         assert used in ("avx512-vpopcntdq", "popcnt", "portable")

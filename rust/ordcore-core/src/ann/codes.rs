@@ -187,7 +187,8 @@ pub enum Kernel {
     Portable,
     /// Scalar `popcnt`.
     Popcnt,
-    /// AVX-512F + VPOPCNTDQ vector popcounts ([`SignMagV`]).
+    /// AVX-512F + VPOPCNTDQ vector popcounts ([`SignMagV`], [`HammingV`]; codes of 2, 4, 6,
+    /// 8, 12 or 16 words per plane, the others run on `popcnt`).
     Avx512Vpopcntdq,
 }
 
@@ -332,6 +333,62 @@ impl<const W: usize> CodeDist for SignMagV<W> {
     }
 }
 
+/// [`Hamming`] with `W` words computed with AVX-512 vector popcounts (masked loads for the
+/// tail); like [`SignMagV`], a value exists only when that kernel is in use.
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy, Debug)]
+pub struct HammingV<const W: usize> {
+    _private: (),
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const W: usize> HammingV<W> {
+    /// `None` unless the [`Kernel`] in use is `Avx512Vpopcntdq`.
+    pub fn new() -> Option<Self> {
+        has_vpopcnt().then_some(HammingV { _private: () })
+    }
+}
+
+/// Hamming distance of `W`-word codes with AVX-512.
+///
+/// # Safety
+/// The CPU must support AVX-512F and VPOPCNTDQ.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+unsafe fn hamming_avx512<const W: usize>(a: &[u64], b: &[u64]) -> u32 {
+    use std::arch::x86_64::*;
+    let (a, b) = (&a[..W], &b[..W]);
+    let mut acc = _mm512_setzero_si512();
+    let mut i = 0;
+    while i < W {
+        let m: __mmask8 = (0xffu16 >> (8 - (W - i).min(8))) as u8;
+        // SAFETY: the mask covers words i..min(i + 8, W), inside `a` and `b`.
+        let (va, vb) = unsafe {
+            (
+                _mm512_maskz_loadu_epi64(m, a.as_ptr().add(i) as *const i64),
+                _mm512_maskz_loadu_epi64(m, b.as_ptr().add(i) as *const i64),
+            )
+        };
+        acc = _mm512_add_epi64(acc, _mm512_popcnt_epi64(_mm512_xor_si512(va, vb)));
+        i += 8;
+    }
+    _mm512_reduce_add_epi64(acc) as u32
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const W: usize> CodeDist for HammingV<W> {
+    #[inline(always)]
+    fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
+        // SAFETY: `self` exists, so the kernel (and the CPU features) are in use.
+        unsafe { hamming_avx512::<W>(a, b) }
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        W
+    }
+}
+
 /// Distance between two codes with runtime `bits` (reference path used by tests and the
 /// Python `code_distance`; the index uses the monomorphized kernels).
 pub fn code_distance(a: &[u64], b: &[u64], dim: usize, bits: usize) -> u32 {
@@ -410,7 +467,7 @@ mod tests {
         }
     }
 
-    /// The AVX-512 kernel equals the scalar one for every dimension the index dispatches to
+    /// The AVX-512 kernels equal the scalar ones for every dimension the index dispatches to
     /// it (2 to 16 words per plane, with and without a partial last word), on CPUs that have it.
     #[cfg(target_arch = "x86_64")]
     #[test]
@@ -440,6 +497,13 @@ mod tests {
                     assert_eq!(v.dist(&ca, &cb), s.dist(&ca, &cb), "dim {dim}");
                     assert_eq!(v.dist(&ca, &ca), s.dist(&ca, &ca), "dim {dim}");
                     assert_eq!(v.dist(&ca, &cb) as i64, naive(&a, &b), "dim {dim}");
+                    if let Some(h) = HammingV::<W>::new() {
+                        let (ha, hb) = (&ca[..W], &cb[..W]);
+                        let want = Hamming { words: W }.dist(ha, hb);
+                        assert_eq!(h.dist(ha, hb), want, "dim {dim}");
+                        let diff = a.iter().zip(&b).filter(|(x, y)| (**x > 0.0) != (**y > 0.0));
+                        assert_eq!(want as usize, diff.count(), "dim {dim}");
+                    }
                 }
             }
         }

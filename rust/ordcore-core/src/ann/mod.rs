@@ -425,8 +425,9 @@ macro_rules! with_graph {
     }};
 }
 
-/// Like `with_graph!`, with the word count fixed at compile time for common dimensions
-/// (used on the hot paths: construction searches and prunes, and queries).
+/// Like `with_graph!`, with the word count fixed at compile time for common dimensions and
+/// the AVX-512 kernels when they are in use (used on the hot paths: construction searches
+/// and prunes, and queries).
 macro_rules! with_graph_fast {
     ($self:expr, $g:ident => $body:expr) => {{
         let words = words_for($self.code_dim);
@@ -459,7 +460,33 @@ macro_rules! with_graph_fast {
                 }
             }};
         }
+        macro_rules! fixed1 {
+            ($w:literal) => {{
+                #[cfg(target_arch = "x86_64")]
+                let vector = codes::HammingV::<$w>::new();
+                #[cfg(not(target_arch = "x86_64"))]
+                let vector: Option<Hamming> = None;
+                if let Some(dist) = vector {
+                    let $g = GraphRef {
+                        dist,
+                        codes: &$self.codes,
+                        adj: &$self.adj,
+                        deg: &$self.deg,
+                        r: $self.stride,
+                    };
+                    $body
+                } else {
+                    with_graph!($self, $g => $body)
+                }
+            }};
+        }
         match ($self.params.bits, words) {
+            (1, 2) => fixed1!(2),
+            (1, 4) => fixed1!(4),
+            (1, 6) => fixed1!(6),
+            (1, 8) => fixed1!(8),
+            (1, 12) => fixed1!(12),
+            (1, 16) => fixed1!(16),
             (2, 2) => fixed!(2),
             (2, 4) => fixed!(4),
             (2, 6) => fixed!(6),
