@@ -237,9 +237,7 @@ def main() -> None:
         "dataset": args.dataset, "n": int(x.shape[0]), "dim": int(x.shape[1]),
         "queries": int(q.shape[0]), "metric": metric, "threads": threads, "indexes": [],
     }
-    from ordcore import _core
-
-    results["kernel"] = _core.ann_kernel()
+    results["kernel"] = ann.cpu_kernel()
     print(f"{args.dataset}: n={x.shape[0]} dim={x.shape[1]} queries={q.shape[0]} "
           f"metric={metric} threads={threads} ordcore kernel={results['kernel']}", flush=True)
     for label, make in makers:

@@ -354,7 +354,7 @@ def test_same_seed_same_graph_any_thread_count() -> None:
 _KERNEL_SCRIPT = """
 import sys
 import numpy as np
-from ordcore import _core, ann
+from ordcore import ann
 dim, bits, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 x = np.random.default_rng(3).standard_normal((1500, dim)).astype(np.float32)
 idx = ann.BQGraphIndex(dim, bits=bits, seed=1)
@@ -362,7 +362,7 @@ idx.add(x, num_threads=2)
 idx.save(out + ".idx")
 ids, dist = idx.search(x[:50] + 0.1, k=10, ef_search=32)
 np.savez(out + ".npz", ids=ids, dist=dist)
-print(_core.ann_kernel())
+print(ann.cpu_kernel())
 """
 
 
@@ -386,6 +386,9 @@ def test_every_kernel_builds_the_same_index(tmp_path: Path, dim: int, bits: int)
         if cap:
             assert used == cap or (cap == "popcnt" and used == "portable")
         files[cap] = out
+    bad = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", "import ordcore.ann"],
+                         env=dict(os.environ, ORDCORE_ANN_KERNEL="avx2"), capture_output=True, text=True)
+    assert bad.returncode != 0 and "ORDCORE_ANN_KERNEL='avx2' is not one of" in bad.stderr
     for cap in ("popcnt", "portable"):
         assert Path(files[cap] + ".idx").read_bytes() == Path(files[""] + ".idx").read_bytes()
         a, b = np.load(files[cap] + ".npz"), np.load(files[""] + ".npz")

@@ -20,9 +20,9 @@ Conventions (hnswlib / faiss)
   representable in float32) are accepted and converted to float32; inputs are never modified.
 
 CPU kernels: the code distance uses AVX-512 vector popcounts (VPOPCNTDQ) when the CPU has them
-and scalar ``popcnt`` otherwise. All kernels produce identical graphs and results; setting the
-environment variable ``ORDCORE_ANN_KERNEL`` to ``popcnt`` or ``portable`` before the first
-index operation caps the choice.
+and scalar ``popcnt`` otherwise (:func:`cpu_kernel` names it). All kernels produce identical
+graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to ``popcnt`` or
+``portable`` before the first index operation caps the choice.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ __all__ = [
     "bq_fitness",
     "FitnessReport",
     "FITNESS_THRESHOLD",
+    "cpu_kernel",
 ]
 
 Metric = Literal["cosine", "ip", "l2"]
@@ -216,6 +217,29 @@ def exact_search(
     xa = _as_matrix(X, "X")
     qa = _as_matrix(Q, "Q", xa.shape[1])
     return _core.ann_exact_search(xa, qa, k, metric, num_threads_arg(num_threads))
+
+
+_KERNELS = ("portable", "popcnt", "avx512-vpopcntdq")
+_KERNEL_CAP = os.environ.get("ORDCORE_ANN_KERNEL", "")
+if _KERNEL_CAP not in ("", *_KERNELS):
+    warnings.warn(
+        f"ORDCORE_ANN_KERNEL={_KERNEL_CAP!r} is not one of {', '.join(_KERNELS)}; it is ignored "
+        "and the fastest kernel the CPU supports is used",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
+def cpu_kernel() -> str:
+    """Name of the code-distance kernel in use: ``"avx512-vpopcntdq"``, ``"popcnt"`` or
+    ``"portable"``.
+
+    Chosen once per process from the CPU's features (AVX-512F with VPOPCNTDQ, then scalar
+    ``popcnt``); the environment variable ``ORDCORE_ANN_KERNEL`` set to ``"popcnt"`` or
+    ``"portable"`` before the first index operation caps the choice. Every kernel gives the
+    same graphs and search results; only the speed differs.
+    """
+    return _core.ann_kernel()
 
 
 def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None) -> float:
