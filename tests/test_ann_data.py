@@ -57,7 +57,7 @@ def test_sift_rotation_raises_recall(shared_data: Path) -> None:
     rotated = ann.BQGraphIndex(128, metric="l2", rotation="hadamard")
     rotated.add(x)
     r_rot = ann.recall_at_k(rotated.search(q, k=10, ef_search=64)[0], truth)
-    # Measured: about 0.06 without rotation and 0.95 with it.
+    # Measured: 0.111 without rotation and 0.962 with it.
     assert r_plain < 0.5, r_plain
     assert r_rot >= 0.85, r_rot
     assert r_rot >= r_plain + 0.4
