@@ -566,3 +566,140 @@ def test_user_stumbles_get_clear_errors(tmp_path: Path) -> None:
         ann.BQGraphIndex.load(missing)
     with pytest.raises(OSError, match="no_such_dir"):
         index.save(tmp_path / "no_such_dir" / "x.ordann")
+
+
+# --- what a new-user trial broke (each was a crash, a hang, garbage or a wrong message) ---
+
+
+def test_huge_k_and_ef_search_are_errors_or_clamped() -> None:
+    x = _gauss(300, 16, 21)
+    idx = _index(x, "l2")
+    with pytest.raises(InvalidArgumentError, match="k: .*do not fit in memory"):
+        idx.search(x[:2], k=2**62)
+    with pytest.raises(InvalidArgumentError, match="k: must be at most"):
+        idx.search(x[:2], k=2**64)
+    with pytest.raises(InvalidArgumentError, match="k: .*do not fit in memory"):
+        ann.exact_search(x, x[:2], 2**62, "l2")
+    # A beam wider than the graph is clamped to it: same results as ef_search = n.
+    wide = idx.search(x[:5], k=3, ef_search=2**40)
+    full = idx.search(x[:5], k=3, ef_search=300)
+    np.testing.assert_array_equal(wide[0], full[0])
+    np.testing.assert_array_equal(wide[1], full[1])
+
+
+def test_num_threads_has_an_upper_bound() -> None:
+    from ordcore._args import max_threads
+
+    x = _gauss(50, 8, 22)
+    idx = _index(x, "l2")
+    for call in (
+        lambda: idx.add(x + 1, num_threads=10**9),
+        lambda: idx.search(x[:2], num_threads=max_threads() + 1),
+        lambda: ann.exact_search(x, x[:2], 3, "l2", num_threads=10**6),
+    ):
+        with pytest.raises(InvalidArgumentError, match="num_threads: .* is more than"):
+            call()
+    assert len(idx) == 50
+    idx.search(x[:2], num_threads=max_threads())  # the limit itself is allowed
+
+
+def test_failed_save_leaves_no_temporary_file(tmp_path: Path) -> None:
+    idx = _index(_gauss(50, 8, 23))
+    d = tmp_path / "adir"
+    d.mkdir()
+    with pytest.raises(OSError, match="adir.*is a directory"):
+        idx.save(d)
+    with pytest.raises(OSError, match="adir.*is a directory"):
+        ann.BQGraphIndex.load(d)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir"]
+    assert list(d.iterdir()) == []
+
+
+def test_unaligned_and_big_endian_inputs_are_copied() -> None:
+    x = _gauss(200, 16, 24)
+    raw = bytearray(b"\0" + x.tobytes())
+    u = np.frombuffer(raw, np.float32, offset=1, count=x.size).reshape(x.shape)
+    assert u.flags.c_contiguous and not u.flags.aligned
+    a, b = _index(x, "l2"), _index(u, "l2")
+    np.testing.assert_array_equal(a.search(x[:5], k=4)[0], b.search(u[:5], k=4)[0])
+    np.testing.assert_array_equal(ann.encode(u), ann.encode(x))
+    np.testing.assert_array_equal(ann.exact_search(u, u[:3], 3, "l2")[0],
+                                  ann.exact_search(x, x[:3], 3, "l2")[0])
+
+
+def test_code_distance_checks_dtype_and_padding_bits() -> None:
+    c = ann.encode(np.random.default_rng(0).standard_normal((3, 70)).astype(np.float32))
+    want = ann.code_distance(c, c[::-1], 70)
+    np.testing.assert_array_equal(ann.code_distance(c.view(np.int64), c[::-1].view(np.int64), 70), want)
+    np.testing.assert_array_equal(ann.code_distance(c.astype(">u8"), c[::-1], 70), want)
+    for dt in (np.float64, np.int8, np.uint32):
+        with pytest.raises(DTypeError, match="codes_a: codes are uint64 words"):
+            ann.code_distance(c.astype(dt), c.astype(dt), 70)
+    bad = c.copy()
+    bad[1, 1] |= np.uint64(1) << np.uint64(63)  # sign plane, past dim 70
+    with pytest.raises(InvalidArgumentError, match="codes_b: row 1 has bits set past dim = 70"):
+        ann.code_distance(c, bad, 70)
+
+
+def test_values_too_large_for_float32_distances() -> None:
+    x = _gauss(200, 16, 25) * np.float32(1e20)
+    for metric in ("l2", "ip"):
+        with pytest.raises(InvalidArgumentError, match="X: row 0 has squared norm .* rescale"):
+            _index(x, metric)
+        with pytest.raises(InvalidArgumentError, match="squared norm"):
+            ann.exact_search(x, x[:2], 3, metric)  # type: ignore[arg-type]
+    idx = _index(x, "cosine")  # normalized first: fine
+    assert np.all(np.isfinite(idx.search(x[:3], k=3)[1]))
+    big = _gauss(10, 4, 26).astype(np.float64)
+    big[3, 2] = 1e300
+    with pytest.raises(InvalidArgumentError, match=r"X: row 3 holds 1e\+300 at column 2, outside the float32"):
+        ann.BQGraphIndex(4, metric="l2").add(big)
+
+
+def _rewrite_crcs(raw: bytearray) -> bytes:
+    import struct
+    import zlib
+
+    struct.pack_into("<I", raw, 80, zlib.crc32(bytes(raw[128:])))
+    struct.pack_into("<I", raw, 84, zlib.crc32(bytes(raw[:84])))
+    return bytes(raw)
+
+
+def test_crafted_files_with_valid_checksums(tmp_path: Path) -> None:
+    idx = _index(_gauss(100, 24, 27))
+    p = tmp_path / "i.ordann"
+    idx.save(p)
+    raw = p.read_bytes()
+    flipped = bytearray(raw)
+    flipped[100] ^= 1  # reserved header byte, outside the header CRC
+    (tmp_path / "r").write_bytes(bytes(flipped))
+    with pytest.raises(IndexFormatError, match="reserved header bytes"):
+        ann.BQGraphIndex.load(tmp_path / "r")
+    neg = bytearray(raw)
+    neg[128:136] = (-5).to_bytes(8, "little", signed=True)  # the first id
+    (tmp_path / "n").write_bytes(_rewrite_crcs(neg))
+    with pytest.raises(IndexFormatError, match="node 0 has the negative id -5"):
+        ann.BQGraphIndex.load(tmp_path / "n")
+    # The rewriting itself is sound: an unchanged payload with rewritten CRCs loads.
+    (tmp_path / "ok").write_bytes(_rewrite_crcs(bytearray(raw)))
+    assert len(ann.BQGraphIndex.load(tmp_path / "ok")) == 100
+
+
+def test_membership_of_other_number_types() -> None:
+    idx = _index(_gauss(10, 8, 28))
+    assert 4 in idx and np.int32(4) in idx and 4.0 in idx and np.float64(4) in idx
+    assert 4.5 not in idx and float("nan") not in idx and 2**70 not in idx and -(2**70) not in idx
+    assert True not in idx and "4" not in idx
+
+
+def test_auto_ids_after_compact_follow_the_stored_ids() -> None:
+    x = _gauss(7, 8, 29)
+    idx = ann.BQGraphIndex(8, metric="l2")
+    idx.add(x[:5], ids=[10, 20, 30, 40, 50])
+    idx.remove([50])
+    idx.add(x[5:6])
+    assert idx.ids.tolist() == [10, 20, 30, 40, 51]  # removed 50 still stored
+    idx.remove([51])
+    idx.compact()
+    idx.add(x[6:7])
+    assert idx.ids.tolist() == [10, 20, 30, 40, 41]  # as documented: compact dropped 50, 51

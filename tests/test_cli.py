@@ -236,3 +236,40 @@ def test_eval_rejects_float_truth(
     assert main(["index", "eval", str(index_path), str(query_path), "--truth",
                  str(tmp_path / "t.npy")]) == 2
     assert "integer ids" in capsys.readouterr().err
+
+
+def test_trial_fixes_pipe_lists_directories_and_help(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base_path, query_path, _, _ = vectors
+    index_path = tmp_path / "x.ordann"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "-q"]) == 0
+    # A reader that went away (`| head`) is not an error.
+    proc = subprocess.Popen([sys.executable, "-m", "ordcore", "index", "search", str(index_path),
+                             str(query_path), "-k", "3"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == ""
+    capsys.readouterr()
+    assert main(["index", "info", str(tmp_path)]) == 2
+    assert "is a directory, not an index file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "eval", str(index_path), str(query_path), "--exact", str(base_path),
+              "--ef-search", "16,,32"])
+    assert exc.value.code == 2
+    assert "an entry is empty" in capsys.readouterr().err
+    np.save(tmp_path / "wide.npy", np.ones((5, 30), np.float32))
+    assert main(["index", "eval", str(index_path), str(query_path), "--exact",
+                 str(tmp_path / "wide.npy")]) == 2
+    assert "--exact" in capsys.readouterr().err
+    helps = {sub: subprocess.run([sys.executable, "-m", "ordcore", "index", sub, "--help"],
+                                 capture_output=True, text=True, check=True).stdout
+             for sub in ("search", "eval", "build")}
+    for out in helps.values():
+        assert "(default: None)" not in out and "all cores" in out
+    assert "(default: 16,32,64,128)" in " ".join(helps["eval"].split())

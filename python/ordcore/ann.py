@@ -67,8 +67,11 @@ _FITNESS_ADD_SAMPLE = 1000
 _EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)
 
 
-def _as_matrix(x: Any, arg: str, dim: int | None = None) -> npt.NDArray[np.float32]:
-    """`x` as a C-contiguous native float32 (n, dim) array (a copy when needed)."""
+def _as_matrix(
+    x: Any, arg: str, dim: int | None = None, dim_of: str = "the index dimension"
+) -> npt.NDArray[np.float32]:
+    """`x` as a C-contiguous, aligned, native float32 (n, dim) array (a copy when needed);
+    ``dim_of`` names what ``dim`` is in the mismatch message."""
     a = np.asarray(x)
     if a.dtype == np.bool_ or a.dtype.kind not in "fiu":
         raise DTypeError(
@@ -84,9 +87,18 @@ def _as_matrix(x: Any, arg: str, dim: int | None = None) -> npt.NDArray[np.float
             )
     if dim is not None and a.shape[1] != dim:
         raise InvalidArgumentError(
-            f"{arg}: dimension {a.shape[1]} does not match the index dimension {dim}"
+            f"{arg}: dimension {a.shape[1]} does not match {dim_of} {dim}"
         )
-    return np.ascontiguousarray(a, dtype=np.float32)
+    if a.dtype.kind == "f" and a.dtype.itemsize > 4 and a.size:
+        big = np.isfinite(a) & (np.abs(a) > np.finfo(np.float32).max)
+        if big.any():
+            r, c = (int(v) for v in np.argwhere(big)[0])
+            raise InvalidArgumentError(
+                f"{arg}: row {r} holds {float(a[r, c]):g} at column {c}, outside the float32 "
+                "range (|x| <= 3.4e38)"
+            )
+    # A C-contiguous, aligned, native-endian float32 array (copied only when needed).
+    return np.require(a, dtype=np.float32, requirements=["C", "A"])
 
 
 def _as_ids(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
@@ -122,6 +134,8 @@ def _positive_int(value: Any, arg: str) -> int:
         raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
     if value < 1:
         raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
+    if value > 2**63 - 1:
+        raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
     return int(value)
 
 
@@ -160,9 +174,9 @@ def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt
     _check_metric(metric)
     if bits not in (1, 2):
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-    a = _as_matrix(x, "X")
+    a = _as_matrix(x, "x")
     if a.shape[1] < 1:
-        raise InvalidArgumentError("X: dimension must be at least 1")
+        raise InvalidArgumentError("x: dimension must be at least 1")
     return _core.ann_encode(a, int(bits), metric)
 
 
@@ -186,13 +200,31 @@ def code_distance(
     Returns
     -------
     numpy.ndarray of uint32, shape (n,)
+
+    Raises
+    ------
+    DTypeError
+        Codes that are not 64-bit integer words.
+    InvalidArgumentError
+        Shapes that differ or do not match ``dim`` and ``bits``, or bits set past ``dim``.
     """
     if _gpu.is_device_array(codes_a):
         return _gpu.ann.code_distance(codes_a, codes_b, dim, bits)  # type: ignore[no-any-return]
-    a = np.ascontiguousarray(np.asarray(codes_a), dtype=np.uint64)
-    b = np.ascontiguousarray(np.asarray(codes_b), dtype=np.uint64)
-    if a.ndim != 2 or b.ndim != 2:
-        raise InvalidArgumentError("codes_a: codes must be 2-D (n, words)")
+    arrays = []
+    for name, codes in (("codes_a", codes_a), ("codes_b", codes_b)):
+        c = np.asarray(codes)
+        if c.dtype.kind not in "iu" or c.dtype.itemsize != 8:
+            raise DTypeError(
+                f"{name}: codes are uint64 words (from ordcore.ann.encode), got dtype {c.dtype}"
+            )
+        if c.ndim != 2:
+            raise InvalidArgumentError(
+                f"{name}: codes must be 2-D (n, words), got shape {c.shape}"
+            )
+        # Native byte order, then int64 words reinterpreted bit for bit.
+        native = c.astype(c.dtype.newbyteorder("="), copy=False).view(np.uint64)
+        arrays.append(np.require(native, requirements=["C", "A"]))
+    a, b = arrays
     return _core.ann_code_distance(a, b, int(dim), int(bits))
 
 
@@ -215,7 +247,7 @@ def exact_search(
     _check_metric(metric)
     k = _positive_int(k, "k")
     xa = _as_matrix(X, "X")
-    qa = _as_matrix(Q, "Q", xa.shape[1])
+    qa = _as_matrix(Q, "Q", xa.shape[1], "the dimension of X,")
     return _core.ann_exact_search(xa, qa, k, metric, num_threads_arg(num_threads))
 
 
@@ -509,7 +541,13 @@ class BQGraphIndex:
         return self._inner.__len__()
 
     def __contains__(self, id_: object) -> bool:
-        if isinstance(id_, bool) or not isinstance(id_, (int, np.integer)):
+        if isinstance(id_, (bool, np.bool_)):
+            return False
+        if isinstance(id_, (float, np.floating)):
+            if not math.isfinite(id_) or not float(id_).is_integer():
+                return False
+            id_ = int(id_)
+        if not isinstance(id_, (int, np.integer)) or not -(2**63) <= id_ < 2**63:
             return False
         return self._inner.__contains__(int(id_))
 
@@ -539,7 +577,8 @@ class BQGraphIndex:
         X : array_like, shape (n, dim)
         ids : array_like of int64, shape (n,), optional
             User ids (distinct, not already in the index). Default: consecutive ids after
-            the largest id the index ever held (0, 1, ... for a new index).
+            the largest id the index holds, removed ids included until :meth:`compact` drops
+            them (0, 1, ... for a new index).
         num_threads : int, optional
             Threads for the build (default: all cores, or ``RAYON_NUM_THREADS``).
         progress : bool
@@ -567,7 +606,7 @@ class BQGraphIndex:
         if len(self) == 0 and self._inner.n_nodes() == 0 and a.shape[0] >= _FITNESS_MIN_ROWS:
             self._check_fitness(a, num_threads)
         callback: Callable[[int, int], None] | None = None
-        bar: Any = None
+        bars: list[Any] = []
         if progress:
             try:
                 from tqdm.auto import tqdm  # type: ignore[import-untyped]
@@ -577,9 +616,12 @@ class BQGraphIndex:
                 raise MissingDependencyError(
                     "progress=True needs tqdm: pip install 'ordcore[progress]'"
                 ) from exc
-            bar = tqdm(total=0, desc="BQGraphIndex.add", unit="insert")
-
             def callback(done: int, total: int) -> None:
+                # Created on the first report, which comes after the input is validated: a
+                # bad input fails without drawing a bar.
+                if not bars:
+                    bars.append(tqdm(total=total, desc="BQGraphIndex.add", unit="insert"))
+                bar = bars[0]
                 if bar.total != total:
                     bar.total = total
                     bar.refresh()
@@ -588,8 +630,9 @@ class BQGraphIndex:
         try:
             self._inner.add(a, id_arr, num_threads, callback)
         finally:
-            if bar is not None:
-                bar.close()
+            if progress:
+                for b in bars:
+                    b.close()
 
     def _check_fitness(self, a: npt.NDArray[np.float32], num_threads: int | None) -> None:
         s = _sample_rows(a, _FITNESS_ADD_SAMPLE, self.seed)

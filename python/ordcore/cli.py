@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -35,7 +36,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keeps the examples' line breaks and shows each option's default."""
+    """Keeps the examples' line breaks and shows each option's default (except ``None``,
+    whose meaning the help text itself gives)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _positive_int(text: str) -> int:
@@ -65,10 +72,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _int_list(text: str) -> list[int]:
-    values = [_positive_int(v) for v in text.split(",") if v.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
+    parts = text.split(",")
+    if any(not p.strip() for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive integers, got {text!r} (an entry is empty)"
+        )
+    return [_positive_int(p) for p in parts]
 
 
 # --------------------------------------------------------------------------- index
@@ -117,6 +126,8 @@ def _has_tqdm() -> bool:
 def _load_index(path: str) -> Any:
     from ordcore import ann
 
+    if Path(path).is_dir():
+        raise CliError(f"{path}: is a directory, not an index file")
     if not Path(path).is_file():
         raise CliError(f"{path}: no such file")
     return ann.BQGraphIndex.load(path)
@@ -156,6 +167,11 @@ def _cmd_index_eval(args: argparse.Namespace) -> int:
             raise CliError(f"--truth has {truth.shape[0]} rows for {Q.shape[0]} queries")
     else:
         base = read_vectors(args.exact)
+        if base.ndim == 2 and base.shape[1] != index.dim:
+            raise CliError(
+                f"--exact {args.exact}: dimension {base.shape[1]} does not match the index "
+                f"dimension {index.dim}"
+            )
         truth, _ = ann.exact_search(base, Q, args.k, metric=index.metric)
     rows = []
     for ef in args.ef_search:
@@ -443,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
     truth.add_argument("--truth", help="ground-truth ids (.npy or .ivecs), nearest first")
     truth.add_argument("--exact", metavar="BASE", help="compute the truth by exact search")
     p.add_argument("-k", type=_positive_int, default=10, help="k of recall@k")
-    p.add_argument("--ef-search", type=_int_list, default=[16, 32, 64, 128],
+    p.add_argument("--ef-search", type=_int_list, default="16,32,64,128",
                    help="comma-separated ef_search values to sweep")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads (default: all cores)")
@@ -509,16 +525,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         result: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return result
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): not an error. Point stdout at /dev/null so
+        # the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (CliError, OrdcoreError, OSError, ValueError, TypeError, KeyError) as exc:
         if args.debug:
             raise
         message = str(exc) if not isinstance(exc, KeyError) else str(exc.args[0])
         print(f"ordcore: error: {message}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (e.g. `| head`): not an error
-        return 0
     except KeyboardInterrupt:
         print("ordcore: interrupted", file=sys.stderr)
         return 130

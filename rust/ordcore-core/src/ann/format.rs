@@ -125,6 +125,12 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
     let n = index.n_nodes();
     let lay = layout(n, p.r, index.cw, p.dim, p.rotation)
         .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
+    if path.as_os_str().is_empty() || path.is_dir() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory (give a file name)",
+        )));
+    }
     let mut tmp_name = path.as_os_str().to_owned();
     tmp_name.push(format!(".tmp-{}", std::process::id()));
     let tmp = std::path::PathBuf::from(tmp_name);
@@ -180,11 +186,9 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         file.sync_all()?;
         Ok(())
     })();
-    match result {
-        Ok(()) => {
-            std::fs::rename(&tmp, path)?;
-            Ok(())
-        }
+    // On any failure, the rename included, the temporary file goes away.
+    match result.and_then(|()| Ok(std::fs::rename(&tmp, path)?)) {
+        Ok(()) => Ok(()),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
             Err(e)
@@ -215,6 +219,12 @@ macro_rules! read_le {
 /// Reads an index file; with `mmap`, the float vectors stay mapped from the file.
 pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     let file = File::open(path)?;
+    if file.metadata()?.is_dir() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "is a directory, not an index file",
+        )));
+    }
     // SAFETY: the mapping is read-only; ordcore's own saves never modify a file in place
     // (they rename a new file over it). A file truncated by another process while mapped
     // is outside what memory maps can defend against (documented).
@@ -251,6 +261,11 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     if version == 0 {
         return Err(fmt_err(format!("{name}: invalid format version 0")));
+    }
+    if b[27] != 0 || b[88..HEADER].iter().any(|&x| x != 0) {
+        return Err(fmt_err(format!(
+            "{name}: reserved header bytes are not zero (corrupted header)"
+        )));
     }
     let dim = u64_at(b, 16) as usize;
     let metric = Metric::from_code(b[24])
@@ -333,6 +348,12 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     if n > 0 && entry as usize >= n {
         return Err(fmt_err(format!("{name}: entry node {entry} out of range")));
+    }
+    if let Some(i) = ids.iter().position(|&id| id < 0) {
+        return Err(fmt_err(format!(
+            "{name}: node {i} has the negative id {}",
+            ids[i]
+        )));
     }
     let deleted: Vec<bool> = removed.iter().map(|&x| x == 1).collect();
     let mut id_map = HashMap::with_capacity(n);

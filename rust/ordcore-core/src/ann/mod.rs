@@ -130,7 +130,12 @@ pub fn float_distance(metric: Metric, a: &[f32], b: &[f32]) -> f32 {
     }
 }
 
-/// Checks that every value is finite and, under cosine, that no row is zero.
+/// Largest squared L2 norm of a row under `ip` and `l2`: a quarter of `f32::MAX`, so that
+/// `|a - b|^2 <= 2|a|^2 + 2|b|^2` and `|<a, b>|` stay finite in float32.
+pub const MAX_SQUARED_NORM: f64 = f32::MAX as f64 / 4.0;
+
+/// Checks that every value is finite, under cosine that no row is zero, and under `ip` and
+/// `l2` that no squared norm exceeds [`MAX_SQUARED_NORM`].
 pub fn validate_rows(x: &[f32], dim: usize, metric: Metric, arg: &'static str) -> Result<()> {
     for (r, row) in x.chunks_exact(dim.max(1)).enumerate() {
         if let Some(c) = row.iter().position(|v| !v.is_finite()) {
@@ -138,6 +143,18 @@ pub fn validate_rows(x: &[f32], dim: usize, metric: Metric, arg: &'static str) -
                 arg,
                 format!("row {r} has a non-finite value ({}) at column {c}", row[c]),
             ));
+        }
+        if metric != Metric::Cosine {
+            let ss: f64 = row.iter().map(|&v| (v as f64) * (v as f64)).sum();
+            if ss > MAX_SQUARED_NORM {
+                return Err(Error::invalid(
+                    arg,
+                    format!(
+                        "row {r} has squared norm {ss:.3e}, too large for float32 distances \
+                         (at most {MAX_SQUARED_NORM:.3e}); rescale the data"
+                    ),
+                ));
+            }
         }
         if metric == Metric::Cosine && row.iter().all(|&v| v == 0.0) {
             return Err(Error::invalid(
@@ -223,11 +240,10 @@ pub fn exact_search(
     ensure!(k >= 1, "k", "must be at least 1, got {k}");
     validate_rows(x, dim, metric, "X")?;
     validate_rows(q, dim, metric, "Q")?;
+    let nq = q.len() / dim;
+    let (mut ids, mut ds) = result_buffers(nq, k)?;
     let xs = prepare_rows(x, dim, metric);
     let qs = prepare_rows(q, dim, metric);
-    let nq = q.len() / dim;
-    let mut ids = vec![-1i64; nq * k];
-    let mut ds = vec![f32::INFINITY; nq * k];
     ids.par_chunks_mut(k)
         .zip(ds.par_chunks_mut(k))
         .zip(qs.par_chunks_exact(dim))
@@ -249,6 +265,28 @@ pub fn exact_search(
                 od[j] = d;
             }
         });
+    Ok((ids, ds))
+}
+
+/// `nq x k` result buffers holding the padding (`-1`, `+inf`): an error naming `k`, not an
+/// abort, when they cannot be allocated.
+fn result_buffers(nq: usize, k: usize) -> Result<(Vec<i64>, Vec<f32>)> {
+    let fail = || {
+        Error::invalid(
+            "k",
+            format!("{nq} queries x k = {k} results do not fit in memory"),
+        )
+    };
+    let total = nq
+        .checked_mul(k)
+        .filter(|&t| t <= isize::MAX as usize / 8)
+        .ok_or_else(fail)?;
+    let mut ids: Vec<i64> = Vec::new();
+    let mut ds: Vec<f32> = Vec::new();
+    ids.try_reserve_exact(total).map_err(|_| fail())?;
+    ds.try_reserve_exact(total).map_err(|_| fail())?;
+    ids.resize(total, -1);
+    ds.resize(total, f32::INFINITY);
     Ok((ids, ds))
 }
 
@@ -605,7 +643,8 @@ impl BQGraphIndex {
     }
 
     /// Adds `x` (`n x dim`, row-major) with user ids (`None`: consecutive ids after the
-    /// largest id ever used, from 0). Validates everything before changing the index.
+    /// largest stored id, removed ones included until `compact`, from 0). Validates
+    /// everything before changing the index.
     pub fn add(
         &mut self,
         x: &[f32],
@@ -971,7 +1010,9 @@ impl BQGraphIndex {
         let dim = self.params.dim;
         let metric = self.params.metric;
         let qs = prepare_rows(q, dim, metric);
-        let ef = ef_search.max(k);
+        // A beam wider than the graph visits nothing more: clamp it (so a huge `ef_search`
+        // allocates nothing huge).
+        let ef = ef_search.min(self.n_nodes()).max(k);
         let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
         // Removed nodes still occupy beam slots: widen the beam by as many (at most 2x), and
         // visit everything when `k` asks for every live vector.
@@ -980,8 +1021,7 @@ impl BQGraphIndex {
         } else {
             ef + self.n_deleted.min(ef)
         };
-        let mut ids = vec![-1i64; nq * k];
-        let mut ds = vec![f32::INFINITY; nq * k];
+        let (mut ids, mut ds) = result_buffers(nq, k)?;
         if self.is_empty() {
             return Ok((ids, ds));
         }
