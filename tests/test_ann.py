@@ -703,3 +703,39 @@ def test_auto_ids_after_compact_follow_the_stored_ids() -> None:
     idx.compact()
     idx.add(x[6:7])
     assert idx.ids.tolist() == [10, 20, 30, 40, 41]  # as documented: compact dropped 50, 51
+
+
+def _clustered(n: int, seed: int) -> np.ndarray:
+    """30 tight clusters in 64-D: with a small R, Vamana fills each node's list with its own
+    cluster and leaves most clusters without an incoming path from the entry."""
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((30, 32))
+    labels = rng.integers(0, 30, n)
+    mix = rng.standard_normal((32, 64))
+    return ((centers[labels] + 0.3 * rng.standard_normal((n, 32))) @ mix).astype(np.float32)
+
+
+def _reachable(idx: ann.BQGraphIndex, q: np.ndarray) -> int:
+    ids, _ = idx.search(q[:1], k=len(idx))  # k >= len: the beam takes every reachable node
+    return int((ids >= 0).sum())
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine"])
+def test_every_node_is_reachable_from_the_entry(metric: str) -> None:
+    """Before the connectivity repair, this build reached 98 of 3000 nodes."""
+    x = _clustered(3000, 30)
+    graphs = []
+    for threads in (1, 2):
+        idx = ann.BQGraphIndex(64, metric=metric, R=16, L_build=32, rotation="hadamard")  # type: ignore[arg-type]
+        idx.add(x, num_threads=threads)
+        assert _reachable(idx, x) == 3000
+        ids, _ = idx.search(x, k=1, ef_search=3000)
+        assert np.array_equal(ids[:, 0], np.arange(3000))  # each vector finds itself
+        graphs.append(idx._inner.graph()[0])
+    np.testing.assert_array_equal(graphs[0], graphs[1])  # still thread-count independent
+    # Incremental adds and compaction keep it.
+    idx.add(_clustered(500, 31) + 50.0, num_threads=1)
+    assert _reachable(idx, x) == 3500
+    idx.remove(np.arange(0, 3500, 2))
+    idx.compact()
+    assert _reachable(idx, x) == 1750

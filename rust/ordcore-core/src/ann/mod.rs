@@ -745,7 +745,109 @@ impl BQGraphIndex {
             );
         }
         self.finish_slack();
+        self.connect_unreachable();
         Ok(())
+    }
+
+    /// Makes every live node reachable from the entry. Vamana does not guarantee it: with a
+    /// small `R`, clustered data can leave whole clusters without an incoming path, because
+    /// their neighbours' lists fill up with nearer nodes. For each live node a traversal from
+    /// the entry misses, a code-space search from the entry (beam `max(L_build, R)`) finds its
+    /// nearest reachable nodes, and one of them, `v`, gets an edge to it: appended when `v`
+    /// has room, else replacing `v`'s edge to the neighbour with the most incoming edges.
+    /// Everything the new edge reaches is marked before the next miss is handled, so a
+    /// cut-off cluster costs one search and one edge. A replaced edge can cut something off
+    /// in turn, so the check repeats (a few rounds at most). Sequential and deterministic; a
+    /// connected graph is left unchanged.
+    fn connect_unreachable(&mut self) {
+        let n = self.n_nodes();
+        if self.is_empty() {
+            return;
+        }
+        let r = self.stride;
+        let l = self.params.l_build.max(self.params.r);
+        // `seen`: reachable from the entry; `rin`: incoming edges from reachable nodes.
+        // Marking a node reachable walks everything it reaches and counts their edges.
+        fn mark(seen: &mut [bool], rin: &mut [u32], from: u32, adj: &[u32], deg: &[u32], r: usize) {
+            if seen[from as usize] {
+                return;
+            }
+            seen[from as usize] = true;
+            let mut stack = vec![from];
+            while let Some(a) = stack.pop() {
+                let s = a as usize * r;
+                for &b in &adj[s..s + deg[a as usize] as usize] {
+                    rin[b as usize] += 1;
+                    if !seen[b as usize] {
+                        seen[b as usize] = true;
+                        stack.push(b);
+                    }
+                }
+            }
+        }
+        let mut last_missing = usize::MAX;
+        loop {
+            let mut seen = vec![false; n];
+            let mut rin = vec![0u32; n];
+            mark(&mut seen, &mut rin, self.entry, &self.adj, &self.deg, r);
+            let missing: Vec<u32> = (0..n as u32)
+                .filter(|&u| !seen[u as usize] && !self.deleted[u as usize])
+                .collect();
+            // Stop when connected, or when a round made no progress (only possible for a
+            // tiny `R`, where every replaced edge cuts another node off).
+            if missing.is_empty() || missing.len() >= last_missing {
+                return;
+            }
+            last_missing = missing.len();
+            for u in missing {
+                if seen[u as usize] {
+                    continue;
+                }
+                let pool = with_graph_fast!(self, g => {
+                    beam_search(&g, g.code(u), self.entry, l, graph::dup_cap(l), None)
+                });
+                let reach: Vec<u32> = pool
+                    .iter()
+                    .map(|&(_, v)| v)
+                    .filter(|&v| v != u && seen[v as usize] && !self.deleted[v as usize])
+                    .collect();
+                let nbrs = |v: u32| {
+                    let s = v as usize * r;
+                    (s, self.deg[v as usize] as usize)
+                };
+                // Nearest reachable live node with room; else the nearest with an edge to a
+                // node that another reachable node also points at (so replacing it cuts
+                // nothing off); else the nearest, replacing its most-pointed-at edge.
+                let with_room = reach.iter().copied().find(|&v| nbrs(v).1 < r);
+                let spare = |v: u32| {
+                    let (s, d) = nbrs(v);
+                    (0..d)
+                        .max_by_key(|&i| (rin[self.adj[s + i] as usize], i))
+                        .map(|i| (s + i, rin[self.adj[s + i] as usize]))
+                };
+                let slot = match with_room {
+                    Some(v) => {
+                        let (s, d) = nbrs(v);
+                        self.deg[v as usize] += 1;
+                        s + d
+                    }
+                    None => {
+                        let best = reach
+                            .iter()
+                            .filter_map(|&v| spare(v))
+                            .find(|&(_, c)| c >= 2)
+                            .or_else(|| reach.first().and_then(|&v| spare(v)))
+                            .or_else(|| spare(self.entry));
+                        let Some((slot, _)) = best else { continue };
+                        rin[self.adj[slot] as usize] -= 1;
+                        slot
+                    }
+                };
+                self.adj[slot] = u;
+                rin[u as usize] += 1;
+                mark(&mut seen, &mut rin, u, &self.adj, &self.deg, r);
+            }
+        }
     }
 
     /// Changes the row stride of the adjacency array (keeping every list).
@@ -1207,6 +1309,7 @@ impl BQGraphIndex {
         } else {
             0
         };
+        self.connect_unreachable();
     }
 }
 
