@@ -322,15 +322,6 @@ impl<const W: usize> CodeDist for SignMagV<W> {
     fn code_words(&self) -> usize {
         2 * W
     }
-    #[inline(always)]
-    fn same(&self, a: &[u64], b: &[u64]) -> bool {
-        let (a, b) = (&a[..2 * W], &b[..2 * W]);
-        let mut acc = 0u64;
-        for i in 0..2 * W {
-            acc |= a[i] ^ b[i];
-        }
-        acc == 0
-    }
 }
 
 /// [`Hamming`] with `W` words computed with AVX-512 vector popcounts (masked loads for the
@@ -386,6 +377,31 @@ impl<const W: usize> CodeDist for HammingV<W> {
     #[inline(always)]
     fn code_words(&self) -> usize {
         W
+    }
+}
+
+/// The AVX-512 `bits = 2` kernel for `W` words per plane when it is in use (see [`Kernel`]).
+pub fn signmag_vector<const W: usize>(dim: u32) -> Option<impl CodeDist> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        SignMagV::<W>::new(dim)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = dim;
+        None::<SignMagN<W>>
+    }
+}
+
+/// The AVX-512 `bits = 1` kernel for `W` words when it is in use (see [`Kernel`]).
+pub fn hamming_vector<const W: usize>() -> Option<impl CodeDist> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        HammingV::<W>::new()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None::<Hamming>
     }
 }
 

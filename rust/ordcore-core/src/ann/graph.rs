@@ -250,33 +250,55 @@ fn beam_search_impl<D: CodeDist>(
         .collect()
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-unsafe fn beam_search_popcnt<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    q: &[u64],
-    entry: u32,
-    l: usize,
-    dup_cap: usize,
-    expanded: Option<&mut Vec<(u32, u32)>>,
-    vis: &mut Visited,
-) -> Vec<(u32, u32)> {
-    beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
+/// Defines `$popcnt` and `$vpopcnt`: copies of `$imp` compiled with the CPU features of the
+/// popcnt and AVX-512 kernels ([`super::codes::Kernel`]), so the distance kernels inline.
+macro_rules! kernel_copies {
+    ($popcnt:ident, $vpopcnt:ident, $imp:ident, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "popcnt")]
+        unsafe fn $popcnt<D: CodeDist>($($arg: $ty),*) -> $ret {
+            $imp($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
+        unsafe fn $vpopcnt<D: CodeDist>($($arg: $ty),*) -> $ret {
+            $imp($($arg),*)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
-unsafe fn beam_search_vpopcnt<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    q: &[u64],
-    entry: u32,
-    l: usize,
-    dup_cap: usize,
-    expanded: Option<&mut Vec<(u32, u32)>>,
-    vis: &mut Visited,
-) -> Vec<(u32, u32)> {
-    beam_search_impl(g, q, entry, l, dup_cap, expanded, vis)
+/// Returns `$imp(args)` run by the copy for the kernel in use.
+macro_rules! dispatch {
+    ($popcnt:ident, $vpopcnt:ident, $imp:ident, ($($a:expr),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_vpopcnt() {
+                // SAFETY: the CPU supports these features (checked at run time).
+                return unsafe { $vpopcnt($($a),*) };
+            }
+            if has_popcnt() {
+                // SAFETY: the CPU supports popcnt (checked at run time).
+                return unsafe { $popcnt($($a),*) };
+            }
+        }
+        $imp($($a),*)
+    }};
 }
+
+kernel_copies!(
+    beam_search_popcnt,
+    beam_search_vpopcnt,
+    beam_search_impl,
+    (
+        g: &GraphRef<'_, D>,
+        q: &[u64],
+        entry: u32,
+        l: usize,
+        dup_cap: usize,
+        expanded: Option<&mut Vec<(u32, u32)>>,
+        vis: &mut Visited
+    ) -> Vec<(u32, u32)>
+);
 
 /// Beam search (dispatches to a copy compiled for the [`super::codes::Kernel`] in use).
 pub fn beam_search<D: CodeDist>(
@@ -291,19 +313,13 @@ pub fn beam_search<D: CodeDist>(
         return Vec::new();
     }
     VISITED.with(|cell| {
-        let mut vis = cell.borrow_mut();
-        #[cfg(target_arch = "x86_64")]
-        {
-            if has_vpopcnt() {
-                // SAFETY: the CPU supports these features (checked at run time).
-                return unsafe { beam_search_vpopcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
-            }
-            if has_popcnt() {
-                // SAFETY: the CPU supports popcnt (checked at run time).
-                return unsafe { beam_search_popcnt(g, q, entry, l, dup_cap, expanded, &mut vis) };
-            }
-        }
-        beam_search_impl(g, q, entry, l, dup_cap, expanded, &mut vis)
+        let vis: &mut Visited = &mut cell.borrow_mut();
+        dispatch!(
+            beam_search_popcnt,
+            beam_search_vpopcnt,
+            beam_search_impl,
+            (g, q, entry, l, dup_cap, expanded, vis)
+        )
     })
 }
 
@@ -368,31 +384,19 @@ fn robust_prune_impl<D: CodeDist>(
     out
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-unsafe fn robust_prune_popcnt<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    p: u32,
-    cands: &mut Vec<(u32, u32)>,
-    alpha: f64,
-    r: usize,
-    skip: &dyn Fn(u32) -> bool,
-) -> Vec<u32> {
-    robust_prune_impl(g, p, cands, alpha, r, skip)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
-unsafe fn robust_prune_vpopcnt<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    p: u32,
-    cands: &mut Vec<(u32, u32)>,
-    alpha: f64,
-    r: usize,
-    skip: &dyn Fn(u32) -> bool,
-) -> Vec<u32> {
-    robust_prune_impl(g, p, cands, alpha, r, skip)
-}
+kernel_copies!(
+    robust_prune_popcnt,
+    robust_prune_vpopcnt,
+    robust_prune_impl,
+    (
+        g: &GraphRef<'_, D>,
+        p: u32,
+        cands: &mut Vec<(u32, u32)>,
+        alpha: f64,
+        r: usize,
+        skip: &dyn Fn(u32) -> bool
+    ) -> Vec<u32>
+);
 
 /// RobustPrune of `p` over `cands` (`(d(p, c), c)`, duplicates allowed); `skip` excludes
 /// nodes (deleted ones). See the module docs for the rules.
@@ -404,16 +408,10 @@ pub fn robust_prune<D: CodeDist>(
     r: usize,
     skip: &dyn Fn(u32) -> bool,
 ) -> Vec<u32> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if has_vpopcnt() {
-            // SAFETY: the CPU supports these features (checked at run time).
-            return unsafe { robust_prune_vpopcnt(g, p, cands, alpha, r, skip) };
-        }
-        if has_popcnt() {
-            // SAFETY: the CPU supports popcnt (checked at run time).
-            return unsafe { robust_prune_popcnt(g, p, cands, alpha, r, skip) };
-        }
-    }
-    robust_prune_impl(g, p, cands, alpha, r, skip)
+    dispatch!(
+        robust_prune_popcnt,
+        robust_prune_vpopcnt,
+        robust_prune_impl,
+        (g, p, cands, alpha, r, skip)
+    )
 }

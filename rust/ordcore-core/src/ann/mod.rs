@@ -435,30 +435,28 @@ pub struct BQGraphIndex {
     rot: Option<Rotation>,
 }
 
+/// Binds `$g` to a [`GraphRef`] over the index's codes and lists with the distance `$dist`.
+macro_rules! graph_with {
+    ($self:expr, $dist:expr, $g:ident => $body:expr) => {{
+        let $g = GraphRef {
+            dist: $dist,
+            codes: &$self.codes,
+            adj: &$self.adj,
+            deg: &$self.deg,
+            r: $self.stride,
+        };
+        $body
+    }};
+}
+
 macro_rules! with_graph {
     ($self:expr, $g:ident => $body:expr) => {{
         let words = words_for($self.code_dim);
         if $self.params.bits == 1 {
-            let $g = GraphRef {
-                dist: Hamming { words },
-                codes: &$self.codes,
-                adj: &$self.adj,
-                deg: &$self.deg,
-                r: $self.stride,
-            };
-            $body
+            graph_with!($self, Hamming { words }, $g => $body)
         } else {
-            let $g = GraphRef {
-                dist: SignMag {
-                    words,
-                    dim: $self.code_dim as u32,
-                },
-                codes: &$self.codes,
-                adj: &$self.adj,
-                deg: &$self.deg,
-                r: $self.stride,
-            };
-            $body
+            let dim = $self.code_dim as u32;
+            graph_with!($self, SignMag { words, dim }, $g => $body)
         }
     }};
 }
@@ -469,54 +467,25 @@ macro_rules! with_graph {
 macro_rules! with_graph_fast {
     ($self:expr, $g:ident => $body:expr) => {{
         let words = words_for($self.code_dim);
+        let dim = $self.code_dim as u32;
+        // The vector kernel for `$w` words when it is in use, else `$scalar`.
         macro_rules! fixed {
-            ($w:literal) => {{
-                #[cfg(target_arch = "x86_64")]
-                let vector = codes::SignMagV::<$w>::new($self.code_dim as u32);
-                #[cfg(not(target_arch = "x86_64"))]
-                let vector: Option<SignMagN<$w>> = None;
-                if let Some(dist) = vector {
-                    let $g = GraphRef {
-                        dist,
-                        codes: &$self.codes,
-                        adj: &$self.adj,
-                        deg: &$self.deg,
-                        r: $self.stride,
-                    };
-                    $body
-                } else {
-                    let $g = GraphRef {
-                        dist: SignMagN::<$w> {
-                            dim: $self.code_dim as u32,
-                        },
-                        codes: &$self.codes,
-                        adj: &$self.adj,
-                        deg: &$self.deg,
-                        r: $self.stride,
-                    };
-                    $body
+            ($vector:expr, $scalar:expr) => {{
+                match $vector {
+                    Some(dist) => graph_with!($self, dist, $g => $body),
+                    None => graph_with!($self, $scalar, $g => $body),
                 }
             }};
         }
         macro_rules! fixed1 {
-            ($w:literal) => {{
-                #[cfg(target_arch = "x86_64")]
-                let vector = codes::HammingV::<$w>::new();
-                #[cfg(not(target_arch = "x86_64"))]
-                let vector: Option<Hamming> = None;
-                if let Some(dist) = vector {
-                    let $g = GraphRef {
-                        dist,
-                        codes: &$self.codes,
-                        adj: &$self.adj,
-                        deg: &$self.deg,
-                        r: $self.stride,
-                    };
-                    $body
-                } else {
-                    with_graph!($self, $g => $body)
-                }
-            }};
+            ($w:literal) => {
+                fixed!(codes::hamming_vector::<$w>(), Hamming { words })
+            };
+        }
+        macro_rules! fixed2 {
+            ($w:literal) => {
+                fixed!(codes::signmag_vector::<$w>(dim), SignMagN::<$w> { dim })
+            };
         }
         match ($self.params.bits, words) {
             (1, 2) => fixed1!(2),
@@ -525,12 +494,12 @@ macro_rules! with_graph_fast {
             (1, 8) => fixed1!(8),
             (1, 12) => fixed1!(12),
             (1, 16) => fixed1!(16),
-            (2, 2) => fixed!(2),
-            (2, 4) => fixed!(4),
-            (2, 6) => fixed!(6),
-            (2, 8) => fixed!(8),
-            (2, 12) => fixed!(12),
-            (2, 16) => fixed!(16),
+            (2, 2) => fixed2!(2),
+            (2, 4) => fixed2!(4),
+            (2, 6) => fixed2!(6),
+            (2, 8) => fixed2!(8),
+            (2, 12) => fixed2!(12),
+            (2, 16) => fixed2!(16),
             _ => with_graph!($self, $g => $body),
         }
     }};
