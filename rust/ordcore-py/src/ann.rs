@@ -289,31 +289,9 @@ fn ann_code_distance<'py>(
         ));
     }
     let (sa, sb) = (slice2(&a, "codes_a")?, slice2(&b, "codes_b")?);
-    // Bits past `dim` are 0 in every ordcore code; a set one means these are not codes of
-    // this dimension (and would make the distance formula wrap).
-    let words = ann::codes::words_for(dim);
-    let tail = if dim.is_multiple_of(64) {
-        0
-    } else {
-        !0u64 << (dim % 64)
-    };
-    for (arg, codes) in [("codes_a", sa), ("codes_b", sb)] {
-        for (row, code) in codes.chunks_exact(cw.max(1)).enumerate() {
-            if (0..bits).any(|p| code[p * words + words - 1] & tail != 0) {
-                return Err(invalid(
-                    arg,
-                    format!(
-                        "row {row} has bits set past dim = {dim}: not a code of this dimension"
-                    ),
-                ));
-            }
-        }
-    }
-    let out: Vec<u32> = sa
-        .chunks_exact(cw.max(1))
-        .zip(sb.chunks_exact(cw.max(1)))
-        .map(|(x, y)| ann::codes::code_distance(x, y, dim, bits))
-        .collect();
+    let out = run(py, None, move || {
+        ann::codes::code_distances(sa, sb, dim, bits)
+    })?;
     Ok(out.into_pyarray(py))
 }
 

@@ -105,6 +105,19 @@ impl CodeDist for Hamming {
     }
 }
 
+/// One word of the [`SignMag`] sums: `(|e| + 3|p&q|, |x| + |x&e| + 3|x&p&q|)` for sign
+/// words `sa`, `sb` and magnitude words `p`, `q` (`x = sa ^ sb`, `e = p ^ q`).
+#[inline(always)]
+fn signmag_word(sa: u64, sb: u64, p: u64, q: u64) -> (u32, u32) {
+    let x = sa ^ sb;
+    let e = p ^ q;
+    let both = p & q;
+    (
+        e.count_ones() + 3 * both.count_ones(),
+        x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones(),
+    )
+}
+
 /// `bits = 2`: `4D - sum s_a s_b m_a m_b`. With `x` the sign disagreement, `p`, `q` the
 /// magnitude planes and `|.|` popcounts, `sum m_a m_b = D + |p^q| + 3|p&q|` and
 /// `sum x m_a m_b = |x| + |x&(p^q)| + 3|x&p&q|`, so
@@ -121,15 +134,11 @@ impl CodeDist for SignMag {
         let w = self.words;
         let (sa, ma) = (&a[..w], &a[w..2 * w]);
         let (sb, mb) = (&b[..w], &b[w..2 * w]);
-        let mut neg = 0u32;
-        let mut pos = 0u32;
+        let (mut neg, mut pos) = (0u32, 0u32);
         for i in 0..w {
-            let x = sa[i] ^ sb[i];
-            let (p, q) = (ma[i], mb[i]);
-            let e = p ^ q;
-            let both = p & q;
-            neg += e.count_ones() + 3 * both.count_ones();
-            pos += x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones();
+            let (n, p) = signmag_word(sa[i], sb[i], ma[i], mb[i]);
+            neg += n;
+            pos += p;
         }
         3 * self.dim - neg + 2 * pos
     }
@@ -150,30 +159,17 @@ impl<const W: usize> CodeDist for SignMagN<W> {
     #[inline(always)]
     fn dist(&self, a: &[u64], b: &[u64]) -> u32 {
         let (a, b) = (&a[..2 * W], &b[..2 * W]);
-        let mut neg = 0u32;
-        let mut pos = 0u32;
+        let (mut neg, mut pos) = (0u32, 0u32);
         for i in 0..W {
-            let x = a[i] ^ b[i];
-            let (p, q) = (a[W + i], b[W + i]);
-            let e = p ^ q;
-            let both = p & q;
-            neg += e.count_ones() + 3 * both.count_ones();
-            pos += x.count_ones() + (x & e).count_ones() + 3 * (x & both).count_ones();
+            let (n, p) = signmag_word(a[i], b[i], a[W + i], b[W + i]);
+            neg += n;
+            pos += p;
         }
         3 * self.dim - neg + 2 * pos
     }
     #[inline(always)]
     fn code_words(&self) -> usize {
         2 * W
-    }
-    #[inline(always)]
-    fn same(&self, a: &[u64], b: &[u64]) -> bool {
-        let (a, b) = (&a[..2 * W], &b[..2 * W]);
-        let mut acc = 0u64;
-        for i in 0..2 * W {
-            acc |= a[i] ^ b[i];
-        }
-        acc == 0
     }
 }
 
@@ -418,6 +414,44 @@ pub fn code_distance(a: &[u64], b: &[u64], dim: usize, bits: usize) -> u32 {
         }
         .dist(a, b)
     }
+}
+
+/// Row-wise distances between two arrays of codes of `bits * words_for(dim)` words each
+/// (the public `code_distance`). Checks `dim`, `bits`, the lengths, and that no bit past
+/// `dim` is set: every ordcore code has them 0, and a set one would make the formula wrap.
+pub fn code_distances(a: &[u64], b: &[u64], dim: usize, bits: usize) -> crate::Result<Vec<u32>> {
+    crate::ensure!(dim >= 1, "dim", "must be at least 1");
+    crate::ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
+    let words = words_for(dim);
+    let cw = bits * words;
+    crate::ensure!(
+        a.len() == b.len() && a.len().is_multiple_of(cw),
+        "codes_b",
+        "{} words do not pair with {} words of codes_a in codes of {cw} words",
+        b.len(),
+        a.len()
+    );
+    let tail = if dim.is_multiple_of(64) {
+        0
+    } else {
+        !0u64 << (dim % 64)
+    };
+    for (arg, codes) in [("codes_a", a), ("codes_b", b)] {
+        for (row, code) in codes.chunks_exact(cw).enumerate() {
+            if (0..bits).any(|p| code[p * words + words - 1] & tail != 0) {
+                return Err(crate::Error::invalid(
+                    arg,
+                    format!(
+                        "row {row} has bits set past dim = {dim}: not a code of this dimension"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(a.chunks_exact(cw)
+        .zip(b.chunks_exact(cw))
+        .map(|(x, y)| code_distance(x, y, dim, bits))
+        .collect())
 }
 
 #[cfg(test)]
