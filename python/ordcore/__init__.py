@@ -19,6 +19,7 @@ from ordcore.errors import (
     OrdcoreError,
     PluginConflictError,
     UnknownComponentError,
+    UnknownIdError,
 )
 from ordcore.plugins import create, list_components, list_plugins
 
@@ -33,6 +34,7 @@ __all__ = [
     "InternalError",
     "PluginConflictError",
     "UnknownComponentError",
+    "UnknownIdError",
     "MissingDependencyError",
     "GpuError",
     "BQFitnessWarning",

@@ -12,6 +12,7 @@ __all__ = [
     "InvalidArgumentError",
     "DTypeError",
     "IndexFormatError",
+    "UnknownIdError",
     "InternalError",
     "PluginConflictError",
     "UnknownComponentError",
@@ -38,6 +39,18 @@ class DTypeError(OrdcoreError, TypeError):
 
 class IndexFormatError(OrdcoreError, ValueError):
     """A saved file is truncated, corrupted, foreign or from a newer format version."""
+
+
+class UnknownIdError(InvalidArgumentError, KeyError):
+    """An id passed to an index (``remove``, ``get``, a filter) is not in it.
+
+    Both a :class:`KeyError`, as users of hnswlib, usearch and ``dict`` catch, and an
+    :class:`InvalidArgumentError` (so a ``ValueError``). The message names the argument and
+    the first unknown ids.
+    """
+
+    def __str__(self) -> str:  # KeyError would quote the whole message
+        return str(self.args[0]) if self.args else ""
 
 
 class InternalError(OrdcoreError, RuntimeError):

@@ -13,11 +13,13 @@
 pub mod ann;
 pub mod error;
 pub mod hadamard;
+pub mod interrupt;
+pub mod memory;
 pub mod packing;
 pub mod rng;
 pub mod sfc;
 
-pub use error::{Error, Result};
+pub use error::{human_bytes, Error, Result};
 
 /// Inputs with at least this many work items run on the rayon pool; smaller ones run
 /// serially on the calling thread (the pool's wake-up costs more than it saves).

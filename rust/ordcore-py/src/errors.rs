@@ -1,19 +1,24 @@
 //! Maps ordcore-core errors to the Python exception classes of `ordcore.errors`.
 
 use ordcore_core::Error;
-use pyo3::exceptions::PyOSError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError};
 use pyo3::PyErr;
 
 pyo3::import_exception!(ordcore.errors, InvalidArgumentError);
 pyo3::import_exception!(ordcore.errors, IndexFormatError);
 pyo3::import_exception!(ordcore.errors, InternalError);
+pyo3::import_exception!(ordcore.errors, UnknownIdError);
 
 /// The Python exception for a core error.
 pub fn to_pyerr(err: Error) -> PyErr {
     match err {
         Error::InvalidArgument { .. } => InvalidArgumentError::new_err(err.to_string()),
         Error::Format(msg) => IndexFormatError::new_err(msg),
-        Error::Io(e) => PyOSError::new_err(e.to_string()),
+        // FileNotFoundError, PermissionError, IsADirectoryError, ... from the error's kind.
+        Error::Io(e) => PyErr::from(e),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
+        Error::UnknownId { .. } => UnknownIdError::new_err(err.to_string()),
+        Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),
     }
 }
 

@@ -6,9 +6,19 @@
 //! not exist (the classic torch DataLoader deadlock). A `pthread_atfork` child handler
 //! records the fork; in such a child every parallel call runs in a fresh pool built for
 //! that call instead of the global one.
+//!
+//! Ctrl-C: CPython's `SIGINT` handler only sets a flag that the main thread reads when it
+//! next runs Python code, so a long Rust loop with the GIL released would run to its end.
+//! Before every call, [`chain_sigint`] puts a handler in front of CPython's (once per
+//! installation of CPython's handler) that also calls `ordcore_core::interrupt::request`;
+//! core loops poll that flag and return `Error::Interrupted` within a chunk of work, and the
+//! call then raises whatever CPython's handler raises (`KeyboardInterrupt` by default). The
+//! flag is cleared when the last ordcore call in flight returns, so a Ctrl-C that landed in
+//! Python code never interrupts a later call. A `SIGINT` disposition of `SIG_DFL` or
+//! `SIG_IGN` is left alone.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use pyo3::prelude::*;
@@ -33,6 +43,89 @@ pub fn install_fork_guard() {
     });
 }
 
+/// The handler that was installed before ours (CPython's), as a raw `sa_sigaction` value,
+/// and whether it takes `SA_SIGINFO` arguments.
+static PREVIOUS_SIGINT: AtomicUsize = AtomicUsize::new(0);
+static PREVIOUS_SIGINFO: AtomicBool = AtomicBool::new(false);
+/// ordcore calls running now (any thread).
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+
+extern "C" fn on_sigint(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // Async-signal-safe: atomics, then the previous handler (CPython's is signal-safe too).
+    if IN_FLIGHT.load(Ordering::SeqCst) > 0 {
+        ordcore_core::interrupt::request();
+    }
+    let prev = PREVIOUS_SIGINT.load(Ordering::SeqCst);
+    if prev != 0 {
+        // SAFETY: prev is a handler function pointer read from sigaction (not SIG_DFL/SIG_IGN).
+        unsafe {
+            if PREVIOUS_SIGINFO.load(Ordering::SeqCst) {
+                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(prev);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(libc::c_int) = std::mem::transmute(prev);
+                f(sig);
+            }
+        }
+    }
+}
+
+/// Puts [`on_sigint`] in front of the current `SIGINT` handler unless it is already there or
+/// the disposition is `SIG_DFL` / `SIG_IGN`. Cheap (one `sigaction` read) when installed.
+fn chain_sigint() {
+    // SAFETY: plain sigaction calls with valid pointers.
+    unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGINT, std::ptr::null(), &mut cur) != 0 {
+            return;
+        }
+        let ours = on_sigint as *const () as usize;
+        if cur.sa_sigaction == ours
+            || cur.sa_sigaction == libc::SIG_DFL
+            || cur.sa_sigaction == libc::SIG_IGN
+        {
+            return;
+        }
+        PREVIOUS_SIGINFO.store(cur.sa_flags & libc::SA_SIGINFO != 0, Ordering::SeqCst);
+        PREVIOUS_SIGINT.store(cur.sa_sigaction, Ordering::SeqCst);
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = ours;
+        act.sa_mask = cur.sa_mask;
+        act.sa_flags = (cur.sa_flags | libc::SA_SIGINFO) & !libc::SA_RESETHAND;
+        libc::sigaction(libc::SIGINT, &act, std::ptr::null_mut());
+    }
+}
+
+/// Counts a call in flight for its lifetime; the last one out clears the interrupt flag.
+struct InFlight;
+
+impl InFlight {
+    fn enter() -> Self {
+        if IN_FLIGHT.fetch_add(1, Ordering::SeqCst) == 0 {
+            ordcore_core::interrupt::clear();
+        }
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1 {
+            ordcore_core::interrupt::clear();
+        }
+    }
+}
+
+/// The exception for an interrupted call: what CPython's signal handler raises
+/// (`KeyboardInterrupt` unless the user installed another handler), else `KeyboardInterrupt`.
+fn interrupted(py: Python<'_>) -> PyErr {
+    match py.check_signals() {
+        Err(e) => e,
+        Ok(()) => pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"),
+    }
+}
+
 /// Whether this process is a fork of one whose global pool was running (for tests).
 #[pyfunction]
 pub fn _in_forked_child() -> bool {
@@ -41,7 +134,8 @@ pub fn _in_forked_child() -> bool {
 
 /// Runs `f` with the GIL released, on a rayon pool of `num_threads` threads (`None`: the
 /// global pool, sized by `RAYON_NUM_THREADS` or the core count), mapping core errors and
-/// panics to Python exceptions.
+/// panics to Python exceptions. Ctrl-C during `f` raises `KeyboardInterrupt` once `f`'s
+/// loops reach their next `ordcore_core::interrupt::check`.
 pub fn run<T, F>(py: Python<'_>, num_threads: Option<usize>, f: F) -> PyResult<T>
 where
     T: Send,
@@ -53,6 +147,8 @@ where
             "must be at least 1 (or None for all cores)",
         ));
     }
+    chain_sigint();
+    let guard = InFlight::enter();
     let outcome = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
             if num_threads.is_none() && !FORKED_AFTER_POOL.load(Ordering::SeqCst) {
@@ -66,8 +162,10 @@ where
             }
         }))
     });
+    drop(guard);
     match outcome {
         Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(ordcore_core::Error::Interrupted))) => Err(interrupted(py)),
         Ok(Ok(Err(core_err))) => Err(to_pyerr(core_err)),
         Ok(Err(pool_err)) => Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
             "could not start a thread pool: {pool_err}"
