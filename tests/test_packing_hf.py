@@ -297,3 +297,99 @@ def test_equalize_ranks_bad_input() -> None:
         equalize_ranks(-1, 2)
     with pytest.raises(ordcore.InvalidArgumentError, match="remainder: unknown value"):
         equalize_ranks(4, 2, remainder="wrap")
+
+
+# ---------------------------------------------------------------- ordcore pack (CLI)
+
+
+def _cli(args: list[str]) -> int:
+    from ordcore.cli import main
+
+    return main(args)
+
+
+def test_cli_packs_parquet_jsonl_and_saved_datasets(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(9)
+    lengths = rng.integers(0, 90, 300)
+    ds = token_dataset(lengths, extra=True)
+    want = pack_dataset(ds, 64, overlong="split").with_format("arrow")[:]
+    src = ds.with_format("arrow")[:]
+    pq.write_table(src, tmp_path / "tokens.parquet")
+    ds.to_json(tmp_path / "tokens.jsonl", lines=True)
+    ds.save_to_disk(str(tmp_path / "saved"))
+    datasets.DatasetDict({"train": ds, "test": ds.select([0])}).save_to_disk(str(tmp_path / "dd"))
+    inputs = [["tokens.parquet"], ["tokens.jsonl"], ["saved"], ["dd", "--split", "train"]]
+    for inp in inputs:
+        out = tmp_path / "packed.parquet"
+        out.unlink(missing_ok=True)
+        args = ["pack", str(tmp_path / inp[0]), *inp[1:], "--max-len", "64", "--algorithm", "bfd",
+                "--overlong", "split", "-o", str(out)]
+        assert _cli(args) == 0, inp
+        assert "saved packed rows" in capsys.readouterr().out
+        got = pq.read_table(out)
+        assert got.column_names == ["input_ids", "labels", "seq_lengths"]
+        for col in got.column_names:  # JSON Lines infers int64 where Parquet keeps the type
+            assert got.column(col).to_pylist() == want.column(col).to_pylist(), (inp, col)
+    assert not list(tmp_path.glob(".*tmp"))  # no temporary file left behind
+    # The plan can still be written from tokens, and packed Parquet needs tokens.
+    assert _cli(["pack", str(tmp_path / "tokens.parquet"), "--max-len", "64", "--overlong",
+                 "truncate", "-o", str(tmp_path / "plan.npz")]) == 0
+    assert ordcore.packing.Plan.from_npz(tmp_path / "plan.npz").num_packs == len(
+        pack_dataset(ds, 64))
+    np.save(tmp_path / "lengths.npy", lengths)
+    assert _cli(["pack", str(tmp_path / "lengths.npy"), "--max-len", "64", "--overlong", "split",
+                 "-o", str(tmp_path / "x.parquet")]) == 2
+    assert "needs tokens" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "match"),
+    [
+        ([{"ids": [1, 2]}], [], "no column 'input_ids'"),
+        ([{"input_ids": [[1], [2, 3]]}], [], "nested lists"),
+        ([{"input_ids": [1.5, 2.5]}], [], "must be integers"),
+        ([{"input_ids": [1, 2], "labels": [1]}], [], "column 'labels': row 0 has 1 values"),
+        ([{"input_ids": [1, 2, 3, 4, 5]}], ["--overlong", "error"], "row 0 has 5 tokens"),
+        ([{"input_ids": [1, 2]}], ["--split", "train"], "--split applies only"),
+    ],
+)
+def test_cli_bad_token_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             rows: list[dict[str, Any]], extra: list[str], match: str) -> None:
+    import json
+
+    src = tmp_path / "t.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "packed.parquet"
+    out.write_bytes(b"old")
+    assert _cli(["pack", str(src), "--max-len", "4", "-o", str(out), *extra]) == 2
+    assert match in capsys.readouterr().err
+    assert out.read_bytes() == b"old"  # the old output is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["packed.parquet", "t.jsonl"]
+
+
+def test_cli_parquet_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A write that fails half-way (disk full, Ctrl-C) leaves the old file and no temp file."""
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "t.parquet"
+    pq.write_table(token_dataset([3, 4, 5]).with_format("arrow")[:], src)
+    out = tmp_path / "packed.parquet"
+    out.write_bytes(b"old")
+    real = pq.write_table
+
+    def half_then_fail(table: Any, where: Any, **kw: Any) -> None:
+        real(table.slice(0, 1), where, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pq, "write_table", half_then_fail)
+    assert _cli(["pack", str(src), "--max-len", "8", "-o", str(out)]) == 130
+    assert out.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["packed.parquet", "t.parquet"]
+    monkeypatch.setattr(pq, "write_table", real)
+    (tmp_path / "sub.parquet").mkdir()
+    assert _cli(["pack", str(src), "--max-len", "8", "-o", str(tmp_path / "sub.parquet")]) == 2
+    assert "is a folder" in capsys.readouterr().err
