@@ -147,6 +147,32 @@ def test_whole_dataset_against_trl(shared_data: Path, corpus: str, n: int | None
     assert len(ours) == plan.num_packs
 
 
+@needs_trl
+@pytest.mark.parametrize("overlong", ["truncate", "split"])
+def test_value_types_equal_trl(overlong: str) -> None:
+    """Bool, float, int8 and nullable columns (the Arrow-take path) and sliced, multi-chunk
+    tables (the Rust gather path) pack as TRL packs them."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(0, 40, 700)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    n = int(offsets[-1])
+    off = pa.array(offsets)
+    labels = pa.array([None if i % 7 == 0 else int(i) for i in range(n)], type=pa.int64())
+    table = pa.table({
+        "input_ids": pa.ListArray.from_arrays(off, pa.array(np.arange(n, dtype=np.int32))),
+        "completion_mask": pa.ListArray.from_arrays(off, pa.array(rng.random(n) < 0.5)),
+        "weights": pa.ListArray.from_arrays(off, pa.array(rng.random(n).astype(np.float32))),
+        "attention_mask": pa.ListArray.from_arrays(off, pa.array(np.ones(n, dtype=np.int8))),
+        "labels": pa.ListArray.from_arrays(off, labels),
+    })
+    # Several chunks, the first a slice with a non-zero offset.
+    table = pa.concat_tables([table.slice(3, 300), table.slice(303)])
+    ds = datasets.Dataset(datasets.table.InMemoryTable(table))
+    ours = pack_dataset(ds, 64, overlong=overlong).with_format("arrow")[:]
+    theirs = trl_pack(ds, 64, "bfd" if overlong == "truncate" else "bfd_split")
+    assert ours.equals(theirs.with_format("arrow")[:])
+
+
 def test_trl_docstring_example() -> None:
     """TRL's documented example (its docstring output), truncate and split."""
     ds = datasets.Dataset.from_dict({

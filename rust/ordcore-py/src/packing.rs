@@ -332,8 +332,27 @@ fn packing_materialize<'py>(
     Ok(d)
 }
 
+/// Concatenates the byte ranges `values[starts[i] .. starts[i] + lens[i]]` (the packed layout
+/// of an Arrow column's values; the caller views fixed-width values as bytes).
+#[pyfunction]
+fn packing_gather_ranges<'py>(
+    py: Python<'py>,
+    values: PyReadonlyArray1<'_, u8>,
+    starts: PyReadonlyArray1<'_, i64>,
+    lens: PyReadonlyArray1<'_, i64>,
+) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    let values = slice(&values, "values")?;
+    let starts = slice(&starts, "starts")?;
+    let lens = slice(&lens, "lens")?;
+    let out = run(py, None, || {
+        ordcore_core::gather::gather_ranges(values, starts, lens)
+    })?;
+    Ok(out.into_pyarray(py))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPlan>()?;
+    m.add_function(wrap_pyfunction!(packing_gather_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(packing_plan, m)?)?;
     m.add_function(wrap_pyfunction!(packing_planned_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(packing_plan_from_recipe, m)?)?;
