@@ -56,9 +56,12 @@ pub fn gather_ranges<T: Copy + Send + Sync>(
     let copy = |chunk: &mut [(&mut [std::mem::MaybeUninit<T>], &[T])]| -> Result<()> {
         interrupt::check()?;
         for (dst, s) in chunk.iter_mut() {
-            for (d, v) in dst.iter_mut().zip(s.iter()) {
-                d.write(*v);
-            }
+            debug_assert_eq!(dst.len(), s.len());
+            // SAFETY: `dst` and `s` have the same length (split above), `T: Copy`, and the
+            // output buffer never overlaps the input.
+            unsafe {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), dst.as_mut_ptr().cast::<T>(), s.len())
+            };
         }
         Ok(())
     };
