@@ -234,6 +234,13 @@ def test_non_list_columns_empty_rows_format_and_order() -> None:
     assert out_t.schema.field("seq_lengths").type == pa.list_(pa.int64())
 
 
+def test_empty_dataset_and_all_empty_rows() -> None:
+    for lengths in ([], [0, 0]):
+        out = pack_dataset(token_dataset(np.asarray(lengths, dtype=np.int64)), 8)
+        assert len(out) == 0
+        assert out.column_names == ["input_ids", "labels", "seq_lengths"]
+
+
 def test_input_is_not_modified() -> None:
     ds = token_dataset([5, 9, 2])
     before = ds.with_format("arrow")[:]

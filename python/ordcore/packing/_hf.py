@@ -66,7 +66,7 @@ def plan_for_lengths(
         max_len,
         algorithm=algorithm,
         max_seqs_per_pack=max_seqs_per_pack,
-        overlong="error" if overlong == "error" else overlong,
+        overlong=overlong,
         allow_empty=True,
         seed=seed,
     )

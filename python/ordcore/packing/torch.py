@@ -88,7 +88,9 @@ class PackedCollator:
 
     Pass the batch to a transformers model as ``model(**batch, use_cache=False)``: without
     ``attention_mask`` the model finds the segments from ``position_ids`` (no cache only);
-    flash attention uses ``cu_seq_lens_*``.
+    flash attention uses ``cu_seq_lens_*``. With the ``transformers`` ``Trainer`` set
+    ``remove_unused_columns=False`` (or keep ``seq_lengths``), else it drops ``seq_lengths``
+    before the collator sees it and packed rows become single sequences.
 
     Parameters
     ----------
