@@ -387,6 +387,8 @@ def test_cli_packs_parquet_jsonl_and_saved_datasets(tmp_path: Path,
         ([{"input_ids": [1, 2], "labels": [1]}], [], "column 'labels': row 0 has 1 values"),
         ([{"input_ids": [1, 2, 3, 4, 5]}], ["--overlong", "error"], "row 0 has 5 tokens"),
         ([{"input_ids": [1, 2]}], ["--split", "train"], "--split applies only"),
+        ([{"input_ids": [1, [2, 3]]}], [], "not a readable JSON Lines file"),  # ragged
+        ([{"input_ids": [1, 2]}, {"input_ids": "abc"}], [], "not a readable JSON Lines file"),
     ],
 )
 def test_cli_bad_token_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],
