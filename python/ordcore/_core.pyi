@@ -215,8 +215,11 @@ def packing_plan_from_recipe(
 ) -> PackingPlan: ...
 def packing_count_strategies(max_len: int, depth: int) -> int: ...
 def packing_gather_ranges(
-    values: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lens: npt.NDArray[np.int64]
-) -> npt.NDArray[np.uint8]: ...
+    values: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    lens: npt.NDArray[np.int64],
+    out: npt.NDArray[np.uint8],
+) -> None: ...
 def packing_materialize(
     plan: PackingPlan,
     values: npt.NDArray[np.int64],

@@ -185,9 +185,10 @@ def _gather(values: pa.Array, first: npt.NDArray[np.int64],
         width = t.bit_width // 8
         data = np.frombuffer(values.buffers()[1], dtype=np.uint8)
         data = data[values.offset * width : (values.offset + len(values)) * width]
-        out = _core.packing_gather_ranges(
+        out = np.empty(int(lens.sum()) * width, dtype=np.uint8)
+        _core.packing_gather_ranges(
             np.ascontiguousarray(data), np.ascontiguousarray(first * width),
-            np.ascontiguousarray(lens * width),
+            np.ascontiguousarray(lens * width), out,
         )
         return pa.Array.from_buffers(t, len(out) // width, [None, pa.py_buffer(out)])
     seg_cum = np.zeros(lens.size + 1, dtype=np.int64)

@@ -3,21 +3,13 @@
 
 use rayon::prelude::*;
 
-use crate::{ensure, interrupt, memory, Error, Result, PARALLEL_THRESHOLD};
+use crate::{ensure, interrupt, memory, Result, PARALLEL_THRESHOLD};
 
 /// Ranges copied per interrupt check and per rayon task.
 const CHUNK: usize = 4096;
 
-/// Concatenates `src[starts[i] .. starts[i] + lens[i]]` for every `i`, in order.
-///
-/// Ranges may overlap or repeat. Errors (nothing is allocated before the checks pass):
-/// `starts` and `lens` of different lengths, a negative start or length, a range past the
-/// end of `src`, an output too large for memory, or an interrupt.
-pub fn gather_ranges<T: Copy + Send + Sync>(
-    src: &[T],
-    starts: &[i64],
-    lens: &[i64],
-) -> Result<Vec<T>> {
+/// Checks the ranges against `src_len` and returns the number of elements they hold.
+fn checked_total(src_len: usize, starts: &[i64], lens: &[i64]) -> Result<u128> {
     ensure!(
         starts.len() == lens.len(),
         "lens",
@@ -34,52 +26,73 @@ pub fn gather_ranges<T: Copy + Send + Sync>(
         );
         let end = s as u128 + l as u128;
         ensure!(
-            end <= src.len() as u128,
+            end <= src_len as u128,
             "starts",
-            "range {i} ({s}..{end}) is past the end of the {} values",
-            src.len()
+            "range {i} ({s}..{end}) is past the end of the {src_len} values"
         );
         total += l as u128;
     }
-    memory::ensure_array::<T>("lens", total)?;
-    let total = usize::try_from(total).map_err(|_| Error::invalid("lens", "output too large"))?;
-    let mut out: Vec<T> = Vec::with_capacity(total);
-    // Pair every output slice with its source range, then copy (in parallel when large).
-    let spare = &mut out.spare_capacity_mut()[..total];
-    let mut pairs: Vec<(&mut [std::mem::MaybeUninit<T>], &[T])> = Vec::with_capacity(lens.len());
-    let mut rest = spare;
+    Ok(total)
+}
+
+/// Writes `src[starts[i] .. starts[i] + lens[i]]` for every `i`, in order, into `out`, whose
+/// length must be the sum of `lens` (the caller allocates it: NumPy asks the kernel for huge
+/// pages on large arrays, which saves most of the page faults of a fresh buffer).
+///
+/// Ranges may overlap or repeat. Errors, before anything is written: `starts` and `lens` of
+/// different lengths, a negative start or length, a range past the end of `src`, `out` of
+/// another length; an interrupt (then `out` is partly written).
+pub fn gather_ranges_into<T: Copy + Send + Sync>(
+    src: &[T],
+    starts: &[i64],
+    lens: &[i64],
+    out: &mut [T],
+) -> Result<()> {
+    let total = checked_total(src.len(), starts, lens)?;
+    ensure!(
+        total == out.len() as u128,
+        "out",
+        "has {} elements, the ranges hold {total}",
+        out.len()
+    );
+    let mut pairs: Vec<(&mut [T], &[T])> = Vec::with_capacity(lens.len());
+    let mut rest = out;
     for (&s, &l) in starts.iter().zip(lens) {
         let (dst, tail) = rest.split_at_mut(l as usize);
         pairs.push((dst, &src[s as usize..(s + l) as usize]));
         rest = tail;
     }
-    let copy = |chunk: &mut [(&mut [std::mem::MaybeUninit<T>], &[T])]| -> Result<()> {
+    let copy = |chunk: &mut [(&mut [T], &[T])]| -> Result<()> {
         interrupt::check()?;
         for (dst, s) in chunk.iter_mut() {
-            debug_assert_eq!(dst.len(), s.len());
-            // SAFETY: `dst` and `s` have the same length (split above), `T: Copy`, and the
-            // output buffer never overlaps the input.
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), dst.as_mut_ptr().cast::<T>(), s.len())
-            };
+            dst.copy_from_slice(s);
         }
         Ok(())
     };
-    if total >= PARALLEL_THRESHOLD * 64 {
-        pairs.par_chunks_mut(CHUNK).try_for_each(copy)?;
+    if total >= (PARALLEL_THRESHOLD * 64) as u128 {
+        pairs.par_chunks_mut(CHUNK).try_for_each(copy)
     } else {
-        pairs.chunks_mut(CHUNK).try_for_each(copy)?;
+        pairs.chunks_mut(CHUNK).try_for_each(copy)
     }
-    drop(pairs);
-    // SAFETY: the pairs tile out[..total] exactly (their lengths sum to total) and every
-    // element of every pair's destination was written above.
-    unsafe { out.set_len(total) };
+}
+
+/// [`gather_ranges_into`] into a new vector.
+pub fn gather_ranges<T: Copy + Default + Send + Sync>(
+    src: &[T],
+    starts: &[i64],
+    lens: &[i64],
+) -> Result<Vec<T>> {
+    let total = checked_total(src.len(), starts, lens)?;
+    memory::ensure_array::<T>("lens", total)?;
+    let mut out = vec![T::default(); total as usize];
+    gather_ranges_into(src, starts, lens, &mut out)?;
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     #[test]
     fn gathers_in_order_with_repeats_and_empty_ranges() {
@@ -124,5 +137,10 @@ mod tests {
                 Err(Error::InvalidArgument { .. })
             ));
         }
+        let mut out = [0u8; 2];
+        assert!(matches!(
+            gather_ranges_into(&src, &[0], &[3], &mut out),
+            Err(Error::InvalidArgument { arg: "out", .. })
+        ));
     }
 }
