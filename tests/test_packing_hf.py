@@ -294,6 +294,16 @@ def test_not_a_dataset() -> None:
         pack_dataset(stream, 4)
 
 
+def test_import_ordcore_imports_no_training_stack() -> None:
+    import subprocess
+
+    code = ("import sys, ordcore, ordcore.packing; "
+            "print(sorted(m for m in ('torch', 'datasets', 'pyarrow', 'transformers') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 # ---------------------------------------------------------------- ranks
 
 
