@@ -153,12 +153,9 @@ def test_packed_batch_equals_each_sequence_alone(arch: str, attn: str, path: str
         mask_dtype=torch.bool if attn == "sdpa" else torch.float32,
     )
     batch = collate(feats)
-    kwargs: dict[str, Any] = {"input_ids": batch["input_ids"],
-                              "position_ids": batch["position_ids"], "use_cache": False}
-    if path == "4d-mask":
-        kwargs["attention_mask"] = batch["attention_mask"]
+    assert ("attention_mask" in batch) == (path == "4d-mask")
     with torch.no_grad():
-        out = model(**kwargs, labels=batch["labels"])
+        out = model(**batch, use_cache=False)  # the whole batch, as the docstring says
         packed_logits = out.logits
         packed_loss = token_losses(packed_logits, batch["labels"])
         # Match each segment to its source sequence by its tokens.
