@@ -10,6 +10,7 @@ from ordcore import _core
 from ordcore import ann, hadamard, packing, sfc
 from ordcore.errors import (
     BQFitnessWarning,
+    ClusterError,
     DTypeError,
     GpuError,
     IndexFormatError,
@@ -18,6 +19,7 @@ from ordcore.errors import (
     MissingDependencyError,
     OrdcoreError,
     PluginConflictError,
+    ShardTimeoutError,
     UnknownComponentError,
     UnknownIdError,
 )
@@ -37,6 +39,8 @@ __all__ = [
     "UnknownIdError",
     "MissingDependencyError",
     "GpuError",
+    "ClusterError",
+    "ShardTimeoutError",
     "BQFitnessWarning",
     "create",
     "list_components",
