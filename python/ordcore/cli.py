@@ -243,23 +243,56 @@ def _print_pack_stats(
 def _cmd_pack(args: argparse.Namespace) -> int:
     from ordcore import packing
     from ordcore._io import read_lengths
+    from ordcore.packing import _files
 
-    lengths = read_lengths(args.lengths)
+    out = Path(args.output) if args.output else None
+    packed_out = out is not None and out.suffix.lower() in (".parquet", ".pq")
+    table = None
+    if _files.is_token_file(args.lengths):
+        from ordcore.packing import _arrow
+
+        table = _files.read_token_table(args.lengths, split=args.split)
+        columns = _arrow.packed_columns(table.schema, args.token_column)
+        lengths = _arrow.token_lengths(table, args.token_column, columns)
+    else:
+        if packed_out:
+            raise CliError(
+                f"-o {args.output}: packed Parquet needs tokens (a .parquet, .jsonl or "
+                f"save_to_disk input), {args.lengths} holds lengths; write the plan (.npz)"
+            )
+        lengths = read_lengths(args.lengths)
     if lengths.size == 0:
         raise CliError(f"{args.lengths}: holds no lengths")
+    if out is not None and not out.resolve().parent.is_dir():
+        raise CliError(f"-o {args.output}: folder {out.resolve().parent} does not exist")
     t0 = time.perf_counter()
-    plan = packing.pack(
-        lengths,
-        args.max_len,
-        algorithm=args.algorithm,
-        max_seqs_per_pack=args.max_seqs_per_pack,
-        overlong=args.overlong,
-    )
+    if table is not None and args.overlong in packing.PACK_DATASET_OVERLONG:
+        from ordcore.packing._hf import plan_for_lengths
+
+        plan = plan_for_lengths(
+            lengths, args.max_len, algorithm=args.algorithm, overlong=args.overlong,
+            max_seqs_per_pack=args.max_seqs_per_pack, seed=0, token_column=args.token_column,
+        )
+    else:
+        plan = packing.pack(
+            lengths,
+            args.max_len,
+            algorithm=args.algorithm,
+            max_seqs_per_pack=args.max_seqs_per_pack,
+            overlong=args.overlong,
+            allow_empty=table is not None,  # token tables: empty rows are left out
+        )
     seconds = time.perf_counter() - t0
     _print_pack_stats(lengths, args.max_len, args.overlong, plan, seconds)
-    if args.output:
-        plan.to_npz(args.output)
-        print(f"saved plan         {args.output}")
+    if out is not None and packed_out:
+        assert table is not None
+        packed = _arrow.pack_table(table, plan, columns)
+        _files.write_parquet_atomic(packed, out)
+        print(f"saved packed rows  {out} ({packed.num_rows:,} rows; columns "
+              f"{', '.join(packed.column_names)})")
+    elif out is not None:
+        plan.to_npz(out)
+        print(f"saved plan         {out}")
     return 0
 
 
@@ -374,7 +407,10 @@ _EXAMPLES = {
     "  ordcore index search sift.ordann queries.fvecs -k 10 -o results.npz\n"
     "  ordcore index info sift.ordann",
     "pack": "  ordcore pack lengths.npy --max-len 8192 --algorithm lpfhp --overlong split\n"
-    "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz",
+    "  ordcore pack lengths.txt --max-len 2048 --algorithm bfd -o plan.npz\n"
+    "  ordcore pack tokens.parquet --max-len 4096 --algorithm bfd --overlong truncate "
+    "-o packed.parquet\n"
+    "  ordcore pack saved_dataset/ --split train --max-len 4096 --overlong split -o packed.parquet",
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
     "plugins": "  ordcore plugins\n  ordcore plugins --kind order --json",
     "demo": "  ordcore demo",
@@ -470,8 +506,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("index", help="index file written by 'ordcore index build'")
     p.set_defaults(func=_cmd_index_info)
 
-    p = sub.add_parser("pack", help="plan sequence packing from lengths", **_parser_class("pack"))
-    p.add_argument("lengths", help=".npy, .npz[:NAME] or a text file with one length per line")
+    p = sub.add_parser("pack", help="plan sequence packing from lengths or pack token files",
+                       **_parser_class("pack"))
+    p.add_argument("lengths", metavar="INPUT",
+                   help="lengths (.npy, .npz[:NAME], a text file with one length per line) or "
+                   "tokens (.parquet, .jsonl, a save_to_disk folder; needs 'ordcore[hf]')")
+    p.add_argument("--token-column", default="input_ids",
+                   help="column of token ids in a token file (every list column is packed)")
+    p.add_argument("--split", default=None,
+                   help="split of a saved DatasetDict")
     p.add_argument("--max-len", type=_positive_int, required=True, help="tokens per pack")
     p.add_argument(
         "--algorithm", choices=["lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"], default="lpfhp",
@@ -482,7 +525,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this many sequences per pack (default: no limit)")
     p.add_argument("--overlong", choices=["error", "truncate", "split", "drop"], default="error",
                    help="what to do with sequences longer than --max-len")
-    p.add_argument("-o", "--output", help="write the plan to this .npz")
+    p.add_argument("-o", "--output",
+                   help="write packed rows (TRL's format, from a token file) to this .parquet, "
+                   "or the plan to this .npz")
     p.set_defaults(func=_cmd_pack)
 
     p = sub.add_parser("scan", help="locality of a patch scan order", **_parser_class("scan"))

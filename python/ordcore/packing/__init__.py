@@ -845,3 +845,18 @@ class StreamingPacker:
             self._window_start += len(window)
             self._window += 1
             self._rows_done = 0
+
+
+# Glue for training stacks: Hugging Face datasets (pyarrow and ``datasets`` imported lazily,
+# inside the calls), rank splitting; the torch collator and IterableDataset are in
+# ``ordcore.packing.torch``.
+from ordcore.packing._hf import PACK_DATASET_OVERLONG, pack_dataset  # noqa: E402
+from ordcore.packing._ranks import RANK_REMAINDERS, RankSplit, equalize_ranks  # noqa: E402
+
+__all__ += [
+    "PACK_DATASET_OVERLONG",
+    "RANK_REMAINDERS",
+    "RankSplit",
+    "equalize_ranks",
+    "pack_dataset",
+]

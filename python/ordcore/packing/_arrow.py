@@ -1,0 +1,271 @@
+"""Packing an Arrow table of token lists (pyarrow and NumPy only; no ``datasets``).
+
+The dataset-independent steps of :func:`ordcore.packing.pack_dataset`, usable per block by a
+distributed packer:
+
+* :func:`packed_columns` picks the columns to pack (every list column, in table order);
+* :func:`token_lengths` validates the token column and every other packed column and returns the
+  per-row token counts a plan is built from;
+* :func:`pack_table` turns a table and an ordcore :class:`~ordcore.packing.Plan` into the packed
+  table in TRL's format, with one ``take`` per column over a token index built from offsets
+  (no Python loop per row).
+
+The output format is TRL's ``pack_dataset(strategy="bfd")``: one row per pack, every packed
+column holding the concatenation of its segments, and ``seq_lengths`` (the token count of each
+segment, in the order the segments appear in the row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ordcore.errors import DTypeError, InvalidArgumentError
+
+if TYPE_CHECKING:
+    from ordcore.packing import Plan
+
+__all__ = ["SEQ_LENGTHS", "pack_table", "packed_columns", "token_lengths"]
+
+#: Name of the column of per-segment token counts in packed output (TRL's name).
+SEQ_LENGTHS = "seq_lengths"
+
+#: Tokens gathered per ``take`` when building the output (bounds the index array's memory).
+_PIECE_TOKENS = 1 << 24
+_INT32_MAX = 2**31 - 1
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+    )
+
+
+def packed_columns(schema: pa.Schema, token_column: str) -> list[str]:
+    """The columns that packing keeps: every list column, in table order.
+
+    Non-list columns (strings, scalars) hold one value per source row; a packed row mixes
+    several source rows, so they have no value there and are left out (TRL 1.16 raises
+    ``TypeError`` on them instead; leaving them out spares a ``remove_columns`` step).
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``token_column`` is not in ``schema``, or the table already has a ``seq_lengths``
+        column (it is packed already).
+    ordcore.DTypeError
+        ``token_column`` is not a list column.
+    """
+    names = list(schema.names)
+    if not isinstance(token_column, str) or token_column not in names:
+        raise InvalidArgumentError(
+            f"token_column: the dataset has no column {token_column!r} (columns: "
+            f"{', '.join(map(repr, names)) or 'none'})"
+        )
+    if SEQ_LENGTHS in names:
+        raise InvalidArgumentError(
+            f"dataset: already has a {SEQ_LENGTHS!r} column (is it packed already?); "
+            f"remove it to pack again"
+        )
+    t = schema.field(token_column).type
+    if not _is_list(t):
+        raise DTypeError(
+            f"token_column {token_column!r}: must hold a list of integer token ids per row, "
+            f"got Arrow type {t}"
+        )
+    return [n for n in names if _is_list(schema.field(n).type)]
+
+
+def _first(mask: npt.NDArray[np.bool_]) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def token_lengths(
+    table: pa.Table, token_column: str, columns: Sequence[str] | None = None
+) -> npt.NDArray[np.int64]:
+    """Validates the token column and the other packed columns; returns tokens per row.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+    token_column : str
+        Column of token ids: a list of integers per row (``list``, ``large_list`` or
+        ``fixed_size_list`` of any integer type).
+    columns : sequence of str, optional
+        Columns to be packed with it (default: :func:`packed_columns`); each must have, row
+        by row, as many values as the token column.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (num_rows,)
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        A missing column, a null row or null token, a packed column whose row lengths differ
+        from the token column's (the first such row is named).
+    ordcore.DTypeError
+        Token rows that are not flat lists of integers (nested lists, floats, strings, bools).
+    """
+    if columns is None:
+        columns = packed_columns(table.schema, token_column)
+    elif token_column not in table.column_names:
+        packed_columns(table.schema, token_column)  # raises the missing-column error
+    col = table.column(token_column)
+    vt = col.type.value_type if _is_list(col.type) else None
+    if vt is None:
+        raise DTypeError(
+            f"token_column {token_column!r}: must hold a list of integer token ids per row, "
+            f"got Arrow type {col.type}"
+        )
+    if _is_list(vt):
+        raise DTypeError(
+            f"token_column {token_column!r}: rows must be flat lists of integer token ids, "
+            f"got nested lists ({col.type}); flatten them or pick another column"
+        )
+    if not (pa.types.is_integer(vt) or pa.types.is_null(vt)):
+        raise DTypeError(
+            f"token_column {token_column!r}: token ids must be integers, got {vt} "
+            f"(Arrow type {col.type})"
+        )
+    if col.null_count:
+        row = _first(np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False)))
+        raise InvalidArgumentError(f"token_column {token_column!r}: row {row} is null")
+    lengths = _lengths(col)
+    if pc.list_flatten(col).null_count:
+        flat_null = np.asarray(pc.is_null(pc.list_flatten(col)).to_numpy(zero_copy_only=False))
+        pos = _first(flat_null)
+        row = int(np.searchsorted(np.cumsum(lengths), pos, side="right"))
+        raise InvalidArgumentError(
+            f"token_column {token_column!r}: row {row} holds a null token id"
+        )
+    for name in columns:
+        if name == token_column:
+            continue
+        if name not in table.column_names:
+            raise InvalidArgumentError(f"columns: the dataset has no column {name!r}")
+        other = table.column(name)
+        if not _is_list(other.type):
+            raise DTypeError(f"column {name!r}: only list columns can be packed, got {other.type}")
+        olen = np.asarray(
+            pc.fill_null(pc.list_value_length(other), -1).to_numpy(zero_copy_only=False),
+            dtype=np.int64,
+        )
+        bad = olen != lengths
+        if bad.any():
+            row = _first(bad)
+            what = "is null" if olen[row] < 0 else f"has {olen[row]} values"
+            raise InvalidArgumentError(
+                f"column {name!r}: row {row} {what} but {token_column!r} has {lengths[row]} "
+                f"tokens; every packed column needs one value per token (drop the column with "
+                f"dataset.remove_columns([{name!r}]) if it is not per-token)"
+            )
+    return lengths
+
+
+def _lengths(col: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.int64]:
+    return np.asarray(
+        pc.fill_null(pc.list_value_length(col), 0).to_numpy(zero_copy_only=False),
+        dtype=np.int64,
+    )
+
+
+def _out_list_type(t: pa.DataType, total: int) -> pa.DataType:
+    """List type of a packed column: the input's kind, ``large_list`` past int32 offsets."""
+    if pa.types.is_large_list(t) or total > _INT32_MAX:
+        return pa.large_list(t.value_field)
+    return pa.list_(t.value_field)
+
+
+def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str]) -> pa.Table:
+    """Builds the packed table for ``plan`` (TRL's ``pack_dataset`` format).
+
+    Row ``p`` of the output holds the segments of pack ``p`` in plan order: for every column
+    in ``columns`` the concatenation of ``values[seq][start:stop]`` over the pack's slots, and
+    ``seq_lengths`` the list of ``stop - start``. Columns keep their value types (``list``
+    stays ``list``, ``large_list`` stays ``large_list``, ``fixed_size_list`` becomes ``list``;
+    ``list`` becomes ``large_list`` only past 2**31 - 1 values). ``seq_lengths`` is
+    ``list<int32>`` (``list<int64>`` when the token column is a ``large_list``), as TRL's.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        Source rows; row ``i`` is sequence ``i`` of the plan (``len(table) ==
+        plan.lengths.size``), with the row lengths :func:`token_lengths` validated.
+    plan : ordcore.packing.Plan
+    columns : sequence of str
+        Columns to pack (all with the plan's row lengths); the first decides the type of
+        ``seq_lengths``.
+
+    Returns
+    -------
+    pyarrow.Table
+        ``plan.num_packs`` rows, columns ``[*columns, "seq_lengths"]``.
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``table`` does not have the plan's number of rows, or no column is given.
+    """
+    if table.num_rows != plan.lengths.size:
+        raise InvalidArgumentError(
+            f"table: has {table.num_rows} rows but the plan was built for {plan.lengths.size}"
+        )
+    if not columns:
+        raise InvalidArgumentError("columns: at least one column must be packed")
+    seg_len = plan.stop - plan.start
+    pack_off = plan.pack_offsets
+    # Token offsets of every pack in the output, and of every source row in the input.
+    seg_cum = np.zeros(seg_len.size + 1, dtype=np.int64)
+    np.cumsum(seg_len, out=seg_cum[1:])
+    tok_off = seg_cum[pack_off]
+    total = int(tok_off[-1])
+    row_start = np.zeros(plan.lengths.size + 1, dtype=np.int64)
+    np.cumsum(plan.lengths, out=row_start[1:])
+    src_first = row_start[:-1][plan.seq_index] + plan.start  # first source value of each slot
+    values = {name: pc.list_flatten(table.column(name)) for name in columns}
+    for name, v in values.items():
+        if len(v) != int(row_start[-1]):
+            raise InvalidArgumentError(
+                f"column {name!r}: holds {len(v)} values, the plan's lengths sum to "
+                f"{int(row_start[-1])}"
+            )
+    # Pieces of whole packs of about _PIECE_TOKENS tokens: one index array and one take per
+    # column and piece.
+    cuts = np.searchsorted(tok_off, np.arange(0, total, _PIECE_TOKENS, dtype=np.int64), "right")
+    bounds = np.unique(np.concatenate([[0], np.maximum(cuts - 1, 0), [plan.num_packs]]))
+    out_types = {n: _out_list_type(table.schema.field(n).type, total) for n in columns}
+    pieces: dict[str, list[pa.Array]] = {n: [] for n in columns}
+    len_type = pa.int64() if pa.types.is_large_list(table.schema.field(columns[0]).type) else pa.int32()
+    len_pieces: list[pa.Array] = []
+    for p0, p1 in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        s0, s1 = int(pack_off[p0]), int(pack_off[p1])
+        t0, t1 = int(tok_off[p0]), int(tok_off[p1])
+        lens = seg_len[s0:s1]
+        # idx[k] = source value of output token t0 + k: each slot's first source value, then +1.
+        idx = np.arange(t1 - t0, dtype=np.int64)
+        idx += np.repeat(src_first[s0:s1] - (seg_cum[s0:s1] - t0), lens)
+        idx_arr = pa.array(idx, type=pa.int64())
+        for name in columns:
+            taken = pc.take(values[name], idx_arr)
+            if isinstance(taken, pa.ChunkedArray):
+                taken = taken.combine_chunks()
+            otype = out_types[name]
+            off_type = pa.int64() if pa.types.is_large_list(otype) else pa.int32()
+            offsets = pa.array(tok_off[p0 : p1 + 1] - t0, type=off_type)
+            cls: Any = pa.LargeListArray if pa.types.is_large_list(otype) else pa.ListArray
+            pieces[name].append(cls.from_arrays(offsets, taken, type=otype))
+        len_pieces.append(
+            pa.ListArray.from_arrays(
+                pa.array(pack_off[p0 : p1 + 1] - s0, type=pa.int32()),
+                pa.array(lens, type=len_type),
+            )
+        )
+    arrays = [pa.chunked_array(pieces[n], type=out_types[n]) for n in columns]
+    arrays.append(pa.chunked_array(len_pieces, type=pa.list_(len_type)))
+    return pa.Table.from_arrays(arrays, names=[*columns, SEQ_LENGTHS])
