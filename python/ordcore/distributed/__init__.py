@@ -17,5 +17,7 @@ from ordcore.distributed._ray import ray_module
 ray_module()  # a clear MissingDependencyError when Ray is absent
 
 from ordcore.distributed.index import ShardedIndex, merge_topk  # noqa: E402
+from ordcore.distributed.packing import pack_dataset, split_ranks  # noqa: E402
+from ordcore.packing import RankSplit, equalize_ranks  # noqa: E402
 
-__all__ = ["ShardedIndex", "merge_topk"]
+__all__ = ["ShardedIndex", "merge_topk", "pack_dataset", "split_ranks", "equalize_ranks", "RankSplit"]
