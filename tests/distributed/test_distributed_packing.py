@@ -59,7 +59,7 @@ def test_global_scope_equals_one_plan(fortunes: Any, algorithm: str, overlong: s
                                       max_len: int) -> None:
     from ordcore.distributed import pack_dataset
 
-    lengths = fortunes.copy()
+    lengths = fortunes[:8000].copy()
     lengths[::97] = 0  # empty rows are left out, as by the single-process packer
     table = _table(lengths)
     out = _collect(pack_dataset(_dataset(table, 5), max_len, algorithm=algorithm,

@@ -52,6 +52,21 @@ def test_merge_orders_by_distance_then_id() -> None:
     assert d[0].tolist() == pytest.approx([0.5, 0.5, 0.7, 1.0, 1.0])
 
 
+@pytest.mark.parametrize("shards", [1, 3, 20])
+def test_merge_equals_sorting_every_candidate(shards: int) -> None:
+    rng = np.random.default_rng(shards)
+    ids = [rng.permutation(10_000)[:500].reshape(50, 10) for _ in range(shards)]
+    dist = [np.sort(rng.integers(0, 6, (50, 10)).astype(np.float32), 1) for _ in range(shards)]
+    dist[0][:5, 7:] = np.inf  # padding
+    ids[0][:5, 7:] = -1
+    got_ids, got_d = merge_topk(ids, dist, 10)
+    all_ids, all_d = np.concatenate(ids, 1), np.concatenate(dist, 1)
+    key = np.where(all_ids < 0, 2**62, all_ids)
+    order = np.lexsort((key, all_d), axis=1)[:, :10]  # heavy ties: distances 0..5 only
+    np.testing.assert_array_equal(got_ids, np.take_along_axis(all_ids, order, 1))
+    np.testing.assert_array_equal(got_d, np.take_along_axis(all_d, order, 1))
+
+
 def test_exhaustive_shards_merge_to_the_exact_top_k(tmp_path: Path) -> None:
     X, Q = _data()
     ids = np.random.default_rng(1).permutation(X.shape[0]).astype(np.int64) * 7 + 3

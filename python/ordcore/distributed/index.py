@@ -43,11 +43,24 @@ def merge_topk(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Merges per-shard ``(nq, k)`` results into the ``k`` best per query, ordered by
     ``(distance, id)``; padding (``-1`` / ``+inf``) sorts last. Exact: with exact shards the
-    result equals an exact search whose ties are ordered by id."""
+    result equals an exact search whose ties are ordered by id.
+
+    The candidates at or below each row's ``k``-th smallest distance (ties included) are
+    selected first (``np.partition``), and only those are sorted: 7-9x faster than sorting
+    all ``num_shards * k`` candidates from 20 shards on (``benches/distributed.py``).
+    """
     all_ids = np.concatenate(ids, axis=1)
     all_d = np.concatenate(distances, axis=1)
-    pad = all_ids < 0
-    key_ids = np.where(pad, np.iinfo(np.int64).max, all_ids)
+    if all_d.shape[1] > k:
+        kth = np.partition(all_d, k - 1, axis=1)[:, k - 1 : k]
+        keep = all_d <= kth
+        width = int(keep.sum(axis=1).max()) if keep.size else k
+        front = np.argsort(~keep, axis=1, kind="stable")[:, :width]  # kept ones first
+        all_ids = np.take_along_axis(all_ids, front, axis=1)
+        all_d = np.where(
+            np.take_along_axis(keep, front, axis=1), np.take_along_axis(all_d, front, axis=1), np.inf
+        ).astype(np.float32, copy=False)
+    key_ids = np.where(all_ids < 0, np.iinfo(np.int64).max, all_ids)
     order = np.lexsort((key_ids, all_d), axis=1)[:, :k]
     out_ids = np.take_along_axis(all_ids, order, axis=1)
     out_d = np.take_along_axis(all_d, order, axis=1)
