@@ -1,7 +1,8 @@
 """ordcore: fast, correct primitives that order, pack, rotate and search vectors.
 
 Modules: :mod:`ordcore.sfc` (space-filling curves, scan orders, point-cloud
-serialization), :mod:`ordcore.hadamard`, :mod:`ordcore.packing`, :mod:`ordcore.ann`.
+serialization), :mod:`ordcore.hadamard`, :mod:`ordcore.packing`, :mod:`ordcore.ann`, and
+:mod:`ordcore.distributed` (Ray; only ``import ordcore.distributed`` imports it).
 """
 
 from __future__ import annotations

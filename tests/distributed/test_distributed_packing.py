@@ -53,7 +53,7 @@ def fortunes(shared_data: Path) -> Any:
 @pytest.mark.parametrize(
     ("algorithm", "overlong", "max_len"),
     [("bfd", "truncate", 256), ("lpfhp", "truncate", 256), ("spfhp", "truncate", 512),
-     ("bfd", "split", 64), ("ffd", "truncate", 128)],
+     ("bfd", "split", 64)],
 )
 def test_global_scope_equals_one_plan(fortunes: Any, algorithm: str, overlong: str,
                                       max_len: int) -> None:

@@ -3,6 +3,7 @@ driver (the scheme of faiss ``IndexShards``, Milvus, Qdrant, Weaviate, Vespa and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -392,12 +393,14 @@ class ShardedIndex:
                     if ids is None
                     else _as_ids(ids, a.shape[0])
                 )
-                refs = self._stage_batch(token, 0, a, id_arr, 0, staged)
-                for r in refs:
-                    get(r)
+                for s, r in self._stage_batch(token, 0, a, id_arr, 0, staged):
+                    _get_shard(s, r, "add")
                 next_id = max(self._next_id, int(id_arr.max()) + 1) if id_arr.size else 0
         except BaseException:
-            self._all(lambda s, act: act.abort.remote(token))
+            # Drop what was staged; the first error is the one to report (a dead shard's
+            # abort fails too, and it has nothing committed).
+            with contextlib.suppress(Exception):
+                self._all(lambda s, act: act.abort.remote(token))
             raise
         self._next_id = max(self._next_id, next_id)
         actors = self._live()
@@ -411,8 +414,9 @@ class ShardedIndex:
         ids: npt.NDArray[np.int64],
         row0: int,
         staged: set[int],
-    ) -> list[Any]:
-        _check_rows(a, str(self._params.get("metric", "cosine")), row0, "X")
+    ) -> list[tuple[int, Any]]:
+        """Sends each shard its rows of one batch; returns ``(shard, ref)`` pairs."""
+        _check_rows(a, self._template.metric, row0, "X")
         _check_distinct(ids, row0)
         shard = shard_of(ids, self._num_shards)
         order = np.argsort(shard, kind="stable")
@@ -426,7 +430,7 @@ class ShardedIndex:
             rows = order[lo:hi]
             # Fancy indexing gives a fresh C-contiguous array: it reaches the actor as a
             # read-only view of the object store, without another copy.
-            refs.append(actors[s].stage.remote(token, seq, a[rows], ids[rows], rows + row0))
+            refs.append((s, actors[s].stage.remote(token, seq, a[rows], ids[rows], rows + row0)))
             staged.add(s)
         return refs
 
@@ -441,7 +445,7 @@ class ShardedIndex:
                 )
         cols = [vector_column] + ([id_column] if id_column is not None else [])
         next_id, row0, seq = self._next_id, 0, 0
-        pending: list[Any] = []
+        pending: list[tuple[int, Any]] = []
         for batch in ds.select_columns(cols).iter_batches(
             batch_size=DATASET_BATCH_ROWS, batch_format="numpy"
         ):
@@ -456,11 +460,11 @@ class ShardedIndex:
             pending += self._stage_batch(token, seq, a, id_arr, row0, staged)
             # Backpressure: at most about two batches in flight per shard.
             while len(pending) > 2 * self._num_shards:
-                get(pending.pop(0))
+                _get_shard(*pending.pop(0), "add")
             row0 += n
             seq += 1
-        for r in pending:
-            get(r)
+        for s, r in pending:
+            _get_shard(s, r, "add")
         return next_id
 
     def remove(self, ids: npt.ArrayLike) -> None:
@@ -475,7 +479,7 @@ class ShardedIndex:
         parts = {int(s): id_arr[shard == s] for s in np.unique(shard)}
         actors = self._live()
         for s, part in parts.items():  # validate on every shard before any changes
-            get(actors[s].check_known.remote(part))
+            _get_shard(s, actors[s].check_known.remote(part), "remove")
         refs = {s: actors[s].remove.remote(part) for s, part in parts.items()}
         self._gather_changes(refs, "remove")
 
@@ -590,7 +594,17 @@ class ShardedIndex:
                 "(pass allow_partial=True to merge what the other shards found)",
                 missing=missing,
             )
-        answers = [get(r) for r in refs if r not in late]
+        answers = []
+        for s, r in enumerate(refs):
+            if r in late:
+                continue
+            try:
+                answers.append(_get_shard(s, r, "search"))
+            except ClusterError:
+                if not allow_partial:
+                    raise
+                missing += (s,)
+        missing = tuple(sorted(missing))
         if not answers:
             nq, kk = q.shape[0], int(k)
             ids, dist = np.full((nq, kk), -1, np.int64), np.full((nq, kk), np.inf, np.float32)
@@ -690,6 +704,21 @@ class ShardedIndex:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _get_shard(shard: int, ref: Any, what: str) -> Any:
+    """The result of one shard's call; a shard that is gone (dead after ``max_restarts``, or
+    unreachable) is a :class:`~ordcore.ClusterError` naming it. Used before any shard
+    applies a change (staging, validation) and by search."""
+    ray = require_cluster()
+    try:
+        return get(ref)
+    except ray.exceptions.RayActorError as exc:
+        after = "; no shard applied it" if what in ("add", "remove") else ""
+        raise ClusterError(
+            f"{what}: shard {shard} is unavailable ({type(exc).__name__}){after}",
+            failed=(shard,),
+        ) from exc
 
 
 def _is_dataset(x: Any) -> bool:
