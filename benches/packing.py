@@ -16,10 +16,19 @@ Peers:
   Run on at most ``--trl-n`` items (a subsample of the Wikipedia set; full document sets).
 * ``seqpacker`` (``Packer(capacity, strategy="obfd")``), when importable.
 
+Datasets section (``--hf-n`` man pages at ``--hf-max-len`` tokens; token ids synthesized for
+the real lengths, an int32 ``input_ids`` and an int8 ``attention_mask`` column, as a tokenizer
+gives): ``ordcore.packing.pack_dataset`` (one plan for the whole dataset) against TRL's
+``pack_dataset`` (``strategy="bfd"`` / ``"bfd_split"``, which plans every 1,000-row ``map``
+batch on its own) on the same ``datasets.Dataset``, timed alternately, and torchtune's
+``PackedDataset`` (next fit in input order; ``split_across_pack=False`` on rows truncated to
+``max_len``, ``split_across_pack=True`` fills every pack and cuts documents across packs) on a
+subsample of ``--torchtune-n`` rows with ordcore timed on the same subsample.
+
 Prints a table (packs, efficiency, seconds, ns/item, speed-up of ordcore ``bfd`` over each peer
 on the same input) and writes ``bench-results/packing.json``.
 
-Usage: ``python benches/packing.py [--quick] [--skip-nnlshp]``
+Usage: ``python benches/packing.py [--quick] [--skip-nnlshp] [--hf-only]``
 """
 
 from __future__ import annotations
@@ -121,6 +130,109 @@ def seqpacker_peer() -> Callable[[np.ndarray, int], int] | str:
     return run
 
 
+def hf_dataset(lengths: np.ndarray, rng: np.random.Generator) -> Any:
+    """A tokenized ``datasets.Dataset`` with the given row lengths (random cl100k-range ids)."""
+    import datasets
+    import pyarrow as pa
+
+    offsets = np.zeros(lengths.size + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = pa.array(rng.integers(0, 100_256, int(offsets[-1]), dtype=np.int32))
+    mask = pa.array(np.ones(int(offsets[-1]), dtype=np.int8))
+    off = pa.array(offsets)
+    table = pa.table({"input_ids": pa.ListArray.from_arrays(off, ids),
+                      "attention_mask": pa.ListArray.from_arrays(off, mask)})
+    return datasets.Dataset(datasets.table.InMemoryTable(table))
+
+
+def trl_pack_dataset() -> Callable[..., Any] | str:
+    try:
+        import datasets
+        from trl.data_utils import pack_dataset as trl_pack
+    except ImportError as exc:
+        return f"TRL not importable ({exc})"
+    datasets.disable_progress_bars()
+    return trl_pack
+
+
+def torchtune_packed() -> Any:
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torchtune.datasets import PackedDataset
+    except Exception as exc:  # noqa: BLE001 - any import failure is reported, not fatal
+        return f"torchtune does not import ({type(exc).__name__}: {exc})"
+    return PackedDataset
+
+
+def hf_section(args: argparse.Namespace, rows: list[dict[str, Any]], record: Callable[..., Any],
+               rng: np.random.Generator) -> None:
+    from ordcore.packing import pack_dataset
+
+    path = DATA / "doclens_cl100k_manpages_roff.npy"
+    lengths = np.load(path)[: args.hf_n]
+    cap = args.hf_max_len
+    name = f"manpages {lengths.size:,} @{cap}"
+    ds = hf_dataset(lengths, rng)
+    trl = trl_pack_dataset()
+    repeat = max(args.repeat, 3)
+    warm = ds.select(range(min(2000, len(ds))))  # imports and first-call costs, untimed
+    pack_dataset(warm, cap)
+    if not isinstance(trl, str):
+        trl(warm, cap)
+    for overlong, strategy in (("truncate", "bfd"), ("split", "bfd_split")):
+        tokens = int(np.minimum(lengths, cap).sum()) if overlong == "truncate" else int(lengths.sum())
+        best_o = best_t = float("inf")
+        ours = theirs = None
+        for _ in range(repeat):  # interleaved: ordcore, TRL, ordcore, TRL, ... (best of each)
+            ours, secs = timed(lambda: pack_dataset(ds, cap, overlong=overlong))
+            best_o = min(best_o, secs)
+            if not isinstance(trl, str):
+                theirs, secs = timed(lambda: trl(ds, cap, strategy=strategy))
+                best_t = min(best_t, secs)
+        assert ours is not None
+        record(name, lengths.size, f"ordcore pack_dataset {overlong}", len(ours), tokens, cap,
+               best_o)
+        if isinstance(trl, str):
+            print(f"skipping TRL: {trl}")
+            continue
+        assert theirs is not None
+        r = record(name, lengths.size, f"TRL pack_dataset {strategy}", len(theirs), tokens, cap,
+                   best_t, "plans per 1,000-row map batch")
+        r["ordcore_bfd_same_input_s"] = best_o
+        r["ordcore_bfd_same_input_packs"] = len(ours)
+        r["speedup"] = best_t / best_o
+    tt = torchtune_packed()
+    if isinstance(tt, str):
+        print(f"skipping torchtune: {tt}")
+        return
+    sub = lengths[: args.torchtune_n]
+    sub_ds = hf_dataset(sub, rng)
+    tname = f"manpages {sub.size:,} @{cap}"
+    ids = sub_ds.with_format("arrow")[:].column("input_ids").to_pylist()
+    for split in (False, True):
+        samples = [{"tokens": t[:cap] if not split else t, "labels": t[:cap] if not split else t}
+                   for t in ids]
+        tokens = int(sum(len(x["tokens"]) for x in samples))
+        import contextlib
+        import io
+
+        with contextlib.redirect_stderr(io.StringIO()):  # its tqdm bar
+            packed, tt_secs = timed(lambda: tt(samples, max_seq_len=cap,
+                                               split_across_pack=split))
+        overlong = "split" if split else "truncate"
+        ours, o_secs = timed(lambda: pack_dataset(sub_ds, cap, overlong=overlong), repeat)
+        note = ("cuts documents across packs (no boundaries kept)" if split
+                else "next fit in input order on rows truncated to max_len")
+        r = record(tname, sub.size, f"torchtune PackedDataset split={split}", len(packed),
+                   tokens, cap, tt_secs, note)
+        r["ordcore_bfd_same_input_s"] = o_secs
+        r["ordcore_bfd_same_input_packs"] = len(ours)
+        r["speedup"] = tt_secs / o_secs
+
+
 # ---------------------------------------------------------------- harness
 
 
@@ -148,9 +260,15 @@ def main() -> None:
     ap.add_argument("--binpacking-n", type=int, default=20_000)
     ap.add_argument("--trl-n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--hf-only", action="store_true", help="only the datasets section")
+    ap.add_argument("--hf-n", type=int, default=20_000, help="man pages in the datasets section")
+    ap.add_argument("--hf-max-len", type=int, default=4096)
+    ap.add_argument("--torchtune-n", type=int, default=5_000,
+                    help="rows of the torchtune PackedDataset subsample (pure Python)")
     args = ap.parse_args()
     if args.quick:
         args.binpacking_n, args.trl_n, args.repeat = 5_000, 200_000, 1
+        args.torchtune_n = 1_000
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     sp = seqpacker_peer()
@@ -167,13 +285,16 @@ def main() -> None:
         rows.append(row)
         return row
 
-    with open(DATA / "graphcore_histograms.json") as f:
-        hist = np.asarray(json.load(f)["wikipedia_512"], dtype=np.int64)
-    wiki = rng.permutation(np.repeat(np.arange(1, hist.size + 1, dtype=np.int64), hist))
-    sets: list[tuple[str, np.ndarray, int]] = [("wikipedia_512 (16.3M)", wiki, 512)]
-    for path in sorted(DATA.glob("doclens_cl100k_*.npy")):
-        lengths = np.load(path)
-        sets.append((path.stem.replace("doclens_cl100k_", ""), lengths[lengths > 0], 2048))
+    hf_section(args, rows, record, rng)
+    sets: list[tuple[str, np.ndarray, int]] = []
+    if not args.hf_only:
+        with open(DATA / "graphcore_histograms.json") as f:
+            hist = np.asarray(json.load(f)["wikipedia_512"], dtype=np.int64)
+        wiki = rng.permutation(np.repeat(np.arange(1, hist.size + 1, dtype=np.int64), hist))
+        sets.append(("wikipedia_512 (16.3M)", wiki, 512))
+        for path in sorted(DATA.glob("doclens_cl100k_*.npy")):
+            lengths = np.load(path)
+            sets.append((path.stem.replace("doclens_cl100k_", ""), lengths[lengths > 0], 2048))
 
     for name, lengths, cap in sets:
         tokens = int(lengths.sum())

@@ -147,6 +147,32 @@ def test_whole_dataset_against_trl(shared_data: Path, corpus: str, n: int | None
     assert len(ours) == plan.num_packs
 
 
+@needs_trl
+@pytest.mark.parametrize("overlong", ["truncate", "split"])
+def test_value_types_equal_trl(overlong: str) -> None:
+    """Bool, float, int8 and nullable columns (the Arrow-take path) and sliced, multi-chunk
+    tables (the Rust gather path) pack as TRL packs them."""
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(0, 40, 700)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    n = int(offsets[-1])
+    off = pa.array(offsets)
+    labels = pa.array([None if i % 7 == 0 else int(i) for i in range(n)], type=pa.int64())
+    table = pa.table({
+        "input_ids": pa.ListArray.from_arrays(off, pa.array(np.arange(n, dtype=np.int32))),
+        "completion_mask": pa.ListArray.from_arrays(off, pa.array(rng.random(n) < 0.5)),
+        "weights": pa.ListArray.from_arrays(off, pa.array(rng.random(n).astype(np.float32))),
+        "attention_mask": pa.ListArray.from_arrays(off, pa.array(np.ones(n, dtype=np.int8))),
+        "labels": pa.ListArray.from_arrays(off, labels),
+    })
+    # Several chunks, the first a slice with a non-zero offset.
+    table = pa.concat_tables([table.slice(3, 300), table.slice(303)])
+    ds = datasets.Dataset(datasets.table.InMemoryTable(table))
+    ours = pack_dataset(ds, 64, overlong=overlong).with_format("arrow")[:]
+    theirs = trl_pack(ds, 64, "bfd" if overlong == "truncate" else "bfd_split")
+    assert ours.equals(theirs.with_format("arrow")[:])
+
+
 def test_trl_docstring_example() -> None:
     """TRL's documented example (its docstring output), truncate and split."""
     ds = datasets.Dataset.from_dict({
@@ -208,6 +234,13 @@ def test_non_list_columns_empty_rows_format_and_order() -> None:
     assert out_t.schema.field("seq_lengths").type == pa.list_(pa.int64())
 
 
+def test_empty_dataset_and_all_empty_rows() -> None:
+    for lengths in ([], [0, 0]):
+        out = pack_dataset(token_dataset(np.asarray(lengths, dtype=np.int64)), 8)
+        assert len(out) == 0
+        assert out.column_names == ["input_ids", "labels", "seq_lengths"]
+
+
 def test_input_is_not_modified() -> None:
     ds = token_dataset([5, 9, 2])
     before = ds.with_format("arrow")[:]
@@ -259,6 +292,16 @@ def test_not_a_dataset() -> None:
     stream = datasets.IterableDataset.from_generator(lambda: iter([{"input_ids": [1]}]))
     with pytest.raises(ordcore.DTypeError, match="PackedIterableDataset"):
         pack_dataset(stream, 4)
+
+
+def test_import_ordcore_imports_no_training_stack() -> None:
+    import subprocess
+
+    code = ("import sys, ordcore, ordcore.packing; "
+            "print(sorted(m for m in ('torch', 'datasets', 'pyarrow', 'transformers') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # ---------------------------------------------------------------- ranks
@@ -354,6 +397,8 @@ def test_cli_packs_parquet_jsonl_and_saved_datasets(tmp_path: Path,
         ([{"input_ids": [1, 2], "labels": [1]}], [], "column 'labels': row 0 has 1 values"),
         ([{"input_ids": [1, 2, 3, 4, 5]}], ["--overlong", "error"], "row 0 has 5 tokens"),
         ([{"input_ids": [1, 2]}], ["--split", "train"], "--split applies only"),
+        ([{"input_ids": [1, [2, 3]]}], [], "not a readable JSON Lines file"),  # ragged
+        ([{"input_ids": [1, 2]}, {"input_ids": "abc"}], [], "not a readable JSON Lines file"),
     ],
 )
 def test_cli_bad_token_files(tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -138,6 +138,7 @@ class RandomizedHadamard:
 __all__ += [
     "PackingPlan",
     "packing_count_strategies",
+    "packing_gather_ranges",
     "packing_materialize",
     "packing_plan",
     "packing_plan_from_recipe",
@@ -213,6 +214,12 @@ def packing_plan_from_recipe(
     seed: int,
 ) -> PackingPlan: ...
 def packing_count_strategies(max_len: int, depth: int) -> int: ...
+def packing_gather_ranges(
+    values: npt.NDArray[np.uint8],
+    starts: npt.NDArray[np.int64],
+    lens: npt.NDArray[np.int64],
+    out: npt.NDArray[np.uint8],
+) -> None: ...
 def packing_materialize(
     plan: PackingPlan,
     values: npt.NDArray[np.int64],

@@ -852,11 +852,13 @@ class StreamingPacker:
 # ``ordcore.packing.torch``.
 from ordcore.packing._hf import PACK_DATASET_OVERLONG, pack_dataset  # noqa: E402
 from ordcore.packing._ranks import RANK_REMAINDERS, RankSplit, equalize_ranks  # noqa: E402
+from ordcore.packing._stream import ShardedPackStream  # noqa: E402
 
 __all__ += [
     "PACK_DATASET_OVERLONG",
     "RANK_REMAINDERS",
     "RankSplit",
+    "ShardedPackStream",
     "equalize_ranks",
     "pack_dataset",
 ]

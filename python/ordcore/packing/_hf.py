@@ -66,7 +66,7 @@ def plan_for_lengths(
         max_len,
         algorithm=algorithm,
         max_seqs_per_pack=max_seqs_per_pack,
-        overlong="error" if overlong == "error" else overlong,
+        overlong=overlong,
         allow_empty=True,
         seed=seed,
     )
@@ -179,9 +179,15 @@ def pack_dataset(
     lengths = _arrow.token_lengths(table, token_column, columns)
     plan = plan_for_lengths(lengths, max_len, **kw)
     packed = _arrow.pack_table(table, plan, columns)
+    # A fingerprint from the source's and the settings (datasets would otherwise hash every
+    # value of the packed table, several times the cost of packing).
+    fingerprint = datasets.fingerprint.Hasher.hash(
+        ("ordcore.packing.pack_dataset", dataset._fingerprint, max_len, sorted(kw.items()))
+    )
     out = datasets.Dataset(
         datasets.table.InMemoryTable(packed),
         info=datasets.DatasetInfo(features=_packed_features(datasets, dataset.features, packed)),
+        fingerprint=fingerprint,
     )
     fmt = dict(dataset.format)
     if fmt.get("type") is not None or fmt.get("columns") is not None:

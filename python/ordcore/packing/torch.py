@@ -88,7 +88,9 @@ class PackedCollator:
 
     Pass the batch to a transformers model as ``model(**batch, use_cache=False)``: without
     ``attention_mask`` the model finds the segments from ``position_ids`` (no cache only);
-    flash attention uses ``cu_seq_lens_*``.
+    flash attention uses ``cu_seq_lens_*``. With the ``transformers`` ``Trainer`` set
+    ``remove_unused_columns=False`` (or keep ``seq_lengths``), else it drops ``seq_lengths``
+    before the collator sees it and packed rows become single sequences.
 
     Parameters
     ----------
@@ -271,7 +273,7 @@ class PackedIterableDataset(torch.utils.data.IterableDataset[dict[str, Any]]):
     Yields packed rows in TRL's format (``input_ids``, ``labels``, ``seq_lengths``: NumPy
     int64; batch them with ``DataLoader(ds, batch_size=B, collate_fn=PackedCollator(...))``).
     The stream is shard ``rank * num_workers + worker_id`` of ``world_size * num_workers``
-    (see :class:`ordcore.packing._stream.ShardedPackStream` for the windowing, the carry-over
+    (see :class:`ordcore.packing.ShardedPackStream` for the windowing, the carry-over
     that gives every shard the same number of rows without losing or repeating a sequence,
     and ``remainder`` at the end of the stream). Every worker reads the whole source (it
     needs every length to plan the shared windows) and builds only its own rows.
@@ -298,7 +300,7 @@ class PackedIterableDataset(torch.utils.data.IterableDataset[dict[str, Any]]):
         End of stream (at most ``world_size * num_workers - 1`` packs): drop them or deal
         them out with label-masked repeats so every rank gets the same count.
     algorithm, buffer_size, overlong, max_seqs_per_pack, seed, token_column,
-    label_ignore_index : see :class:`~ordcore.packing._stream.ShardedPackStream`.
+    label_ignore_index : see :class:`~ordcore.packing.ShardedPackStream`.
     """
 
     def __init__(

@@ -12,6 +12,7 @@
 
 pub mod ann;
 pub mod error;
+pub mod gather;
 pub mod hadamard;
 pub mod interrupt;
 pub mod memory;

@@ -1,7 +1,7 @@
 //! Bindings for ordcore_core::packing. The public contract lives in python/ordcore/packing.py.
 
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadwriteArray1};
 use ordcore_core::packing::{
     self as core, Algorithm, Layout, MaterializeOptions, Overlong, Plan, PlanOptions, Stats,
 };
@@ -332,8 +332,31 @@ fn packing_materialize<'py>(
     Ok(d)
 }
 
+/// Writes the byte ranges `values[starts[i] .. starts[i] + lens[i]]`, concatenated, into
+/// `out` (the packed layout of an Arrow column's values; the caller views fixed-width values
+/// as bytes and allocates `out` with NumPy).
+#[pyfunction]
+fn packing_gather_ranges(
+    py: Python<'_>,
+    values: PyReadonlyArray1<'_, u8>,
+    starts: PyReadonlyArray1<'_, i64>,
+    lens: PyReadonlyArray1<'_, i64>,
+    mut out: PyReadwriteArray1<'_, u8>,
+) -> PyResult<()> {
+    let values = slice(&values, "values")?;
+    let starts = slice(&starts, "starts")?;
+    let lens = slice(&lens, "lens")?;
+    let out = out
+        .as_slice_mut()
+        .map_err(|_| invalid("out", "must be a C-contiguous 1-D array"))?;
+    run(py, None, || {
+        ordcore_core::gather::gather_ranges_into(values, starts, lens, out)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPlan>()?;
+    m.add_function(wrap_pyfunction!(packing_gather_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(packing_plan, m)?)?;
     m.add_function(wrap_pyfunction!(packing_planned_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(packing_plan_from_recipe, m)?)?;
