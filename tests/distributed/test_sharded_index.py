@@ -264,6 +264,36 @@ def test_dataset_add_streams_to_the_shards(tmp_path: Path, ray_cluster: Any) -> 
         assert len(a) == X.shape[0]
 
 
+def test_add_failing_on_one_shard_names_it_and_leaves_it_unchanged(tmp_path: Path) -> None:
+    X, Q = _data()
+    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2") as ix:
+        ix.add(X[:600])
+        before = ix.shard_sizes
+        good = ix.actors[1].__ray_call__.remote(lambda self: str(self.file))
+        # shard 1 can no longer write its file: it fails after validation, at the commit
+        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "file", Path("/nonexistent/f")))
+        with pytest.raises(ordcore.ClusterError, match=r"applied on shards \[0, 2\] but failed on shards \[1\]") as err:
+            ix.add(X[600:])
+        assert err.value.applied == (0, 2) and err.value.failed == (1,)
+        new = np.arange(600, X.shape[0])
+        per = np.bincount(ix.shard_of(new), minlength=3)
+        assert ix.shard_sizes == [before[0] + per[0], before[1], before[2] + per[2]]
+        m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+        assert [s["count"] for s in m["shards"]] == ix.shard_sizes
+        # shard 1 can write again: it answers from what it acknowledged (its file), and
+        # takes its rows when they are sent again
+        import ray
+
+        path = ray.get(good)
+        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "file", Path(path)))
+        ids, _ = ix.search(X[600:], 1, ef_search=64)
+        assert not np.isin(ids, new[ix.shard_of(new) == 1]).any()
+        redo = new[ix.shard_of(new) == 1]
+        ix.add(X[redo], redo)
+        ids, _ = ix.search(X[620:], 1, ef_search=64)  # rows 600..619 repeat rows 0..19
+        np.testing.assert_array_equal(ids.ravel(), new[20:])
+
+
 def test_unplaceable_shards_are_a_clear_error(tmp_path: Path, monkeypatch: Any) -> None:
     from ordcore.distributed import index
 

@@ -99,6 +99,16 @@ class Shard:
         _fsync(self.file)
         return len(idx), file_sha256(self.file)
 
+    def _change(self, apply: Any) -> tuple[int, str]:
+        """Runs ``apply(index)`` and saves; if either fails, the index in memory is dropped
+        so that the next call reloads what was last acknowledged (the file)."""
+        try:
+            apply(self._idx())
+            return self._save()
+        except BaseException:
+            self._index = None
+            raise
+
     def create(self) -> tuple[int, str]:
         """Writes an empty index file; returns ``(count, sha256)``."""
         self._index = BQGraphIndex(self.dim, **self.params)
@@ -181,10 +191,12 @@ class Shard:
             data = [np.load(p) for p in files]
             X = np.concatenate([d["X"] for d in data])
             ids = np.concatenate([d["ids"] for d in data])
-            idx = self._idx()
-            if not np.isin(ids, idx.ids).all():  # else: saved before a restart, not yet cleaned
-                idx.add(X, ids, num_threads=self.num_threads)
-            out = self._save()
+
+            def apply(idx: BQGraphIndex) -> None:
+                if not np.isin(ids, idx.ids).all():  # else: saved before a restart
+                    idx.add(X, ids, num_threads=self.num_threads)
+
+            out = self._change(apply)
         else:
             out = self.checksum()
         self.abort(token)
@@ -210,14 +222,14 @@ class Shard:
             )
 
     def remove(self, ids: npt.NDArray[np.int64]) -> tuple[int, str]:
-        idx = self._idx()
-        if np.isin(ids, idx.ids).any():  # else: removed and saved before a restart
-            idx.remove(ids)
-        return self._save()
+        def apply(idx: BQGraphIndex) -> None:
+            if np.isin(ids, idx.ids).any():  # else: removed and saved before a restart
+                idx.remove(ids)
+
+        return self._change(apply)
 
     def compact(self) -> tuple[int, str]:
-        self._idx().compact(num_threads=self.num_threads)
-        return self._save()
+        return self._change(lambda idx: idx.compact(num_threads=self.num_threads))
 
     # -- search ----------------------------------------------------------------------
     def search(

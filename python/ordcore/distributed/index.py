@@ -285,6 +285,11 @@ class ShardedIndex:
     def __len__(self) -> int:
         return sum(self._counts)
 
+    def shard_of(self, ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
+        """The shard each id belongs to (``splitmix64(id) % num_shards``), e.g. to re-send
+        the rows of the shards a failed ``add`` names."""
+        return shard_of(_as_ids(ids, None), self._num_shards)
+
     def __repr__(self) -> str:
         return (
             f"ShardedIndex(dim={self._dim}, num_shards={self._num_shards}, "
@@ -404,7 +409,14 @@ class ShardedIndex:
             raise
         self._next_id = max(self._next_id, next_id)
         actors = self._live()
-        self._gather_changes({s: actors[s].commit.remote(token) for s in sorted(staged)}, "add")
+        try:
+            self._gather_changes({s: actors[s].commit.remote(token) for s in sorted(staged)}, "add")
+        except ClusterError as exc:
+            # The failed shards keep what they had: drop their staged rows too.
+            with contextlib.suppress(Exception):
+                for s in exc.failed:
+                    get(actors[s].abort.remote(token))
+            raise
 
     def _stage_batch(
         self,
@@ -502,7 +514,8 @@ class ShardedIndex:
             first = errors[failed[0]]
             raise ClusterError(
                 f"{what}: applied on shards {sorted(done)} but failed on shards "
-                f"{list(failed)} ({type(first).__name__}: {first})",
+                f"{list(failed)}, which are unchanged ({type(first).__name__}: {first}); "
+                "index.shard_of(ids) says which rows went to which shard",
                 applied=tuple(sorted(done)),
                 failed=failed,
             ) from first
