@@ -1,7 +1,8 @@
 """ordcore: fast, correct primitives that order, pack, rotate and search vectors.
 
 Modules: :mod:`ordcore.sfc` (space-filling curves, scan orders, point-cloud
-serialization), :mod:`ordcore.hadamard`, :mod:`ordcore.packing`, :mod:`ordcore.ann`.
+serialization), :mod:`ordcore.hadamard`, :mod:`ordcore.packing`, :mod:`ordcore.ann`, and
+:mod:`ordcore.distributed` (Ray; only ``import ordcore.distributed`` imports it).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from ordcore import _core
 from ordcore import ann, hadamard, packing, sfc
 from ordcore.errors import (
     BQFitnessWarning,
+    ClusterError,
     DTypeError,
     GpuError,
     IndexFormatError,
@@ -18,6 +20,7 @@ from ordcore.errors import (
     MissingDependencyError,
     OrdcoreError,
     PluginConflictError,
+    ShardTimeoutError,
     UnknownComponentError,
     UnknownIdError,
 )
@@ -37,6 +40,8 @@ __all__ = [
     "UnknownIdError",
     "MissingDependencyError",
     "GpuError",
+    "ClusterError",
+    "ShardTimeoutError",
     "BQFitnessWarning",
     "create",
     "list_components",

@@ -18,6 +18,8 @@ __all__ = [
     "UnknownComponentError",
     "MissingDependencyError",
     "GpuError",
+    "ClusterError",
+    "ShardTimeoutError",
     "BQFitnessWarning",
 ]
 
@@ -76,6 +78,28 @@ class MissingDependencyError(OrdcoreError, ImportError):
 class GpuError(OrdcoreError, RuntimeError):
     """A GPU path could not run (no CuPy, no device, a kernel failed to compile or launch);
     the message carries the CUDA error text."""
+
+
+class ClusterError(OrdcoreError, RuntimeError):
+    """A distributed call could not run as asked (:mod:`ordcore.distributed`): Ray is not
+    initialised, or a shard failed. ``applied`` lists the shards that did apply a change
+    (empty when none did), ``failed`` the shards that did not."""
+
+    def __init__(
+        self, message: str, *, applied: tuple[int, ...] = (), failed: tuple[int, ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.applied = applied
+        self.failed = failed
+
+
+class ShardTimeoutError(ClusterError, TimeoutError):
+    """Shards of a :class:`ordcore.distributed.ShardedIndex` did not answer within
+    ``timeout_s``; ``missing`` lists them."""
+
+    def __init__(self, message: str, *, missing: tuple[int, ...]) -> None:
+        super().__init__(message, failed=missing)
+        self.missing = missing
 
 
 class BQFitnessWarning(UserWarning):
