@@ -316,7 +316,7 @@ def pack(
     lengths : array_like of int, shape (n,)
         Token count of each sequence.
     max_len : int
-        Pack capacity ``L`` in tokens (1 .. 2**30; ``bfd`` up to 2**22).
+        Pack capacity ``L`` in tokens (1 .. 2**30).
     algorithm : {"lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"}
         See the module docstring. ``nnlshp`` needs SciPy and builds a dense
         ``max_len x strategies`` matrix: it raises beyond ``NNLSHP_MAX_MATRIX_ENTRIES``
@@ -427,11 +427,17 @@ def _nnlshp(
     with the depth-2 strategy ``[l, max_len - l]`` (``[l]`` at depth 1)."""
     if pad_to_multiple_of != 1:
         raise InvalidArgumentError("pad_to_multiple_of: nnlshp supports only 1; use lpfhp")
-    count = int(_core.packing_count_strategies(max_len, depth))
+    # With two or more parts per pack there are at least max_len // 2 + 1 strategies: refuse
+    # a problem too large before counting (which takes max_len x depth steps).
+    least = 1 if depth == 1 else max_len // 2 + 1
+    count = least if least * max_len > NNLSHP_MAX_MATRIX_ENTRIES else int(
+        _core.packing_count_strategies(max_len, min(depth, max_len))
+    )
     if count * max_len > NNLSHP_MAX_MATRIX_ENTRIES:
         raise InvalidArgumentError(
             f"max_seqs_per_pack: nnlshp with max_len={max_len} and max_seqs_per_pack={depth} "
-            f"enumerates {count:,} strategies, a {max_len} x {count:,} dense NNLS problem "
+            f"enumerates {'at least ' if count == least else ''}{count:,} strategies, a "
+            f"{max_len} x {count:,} dense NNLS problem "
             f"(limit {NNLSHP_MAX_MATRIX_ENTRIES:,} entries); use algorithm='lpfhp'"
         )
     try:

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 
-use super::{finish_plan, plannable_items, Items, Plan, PlanOptions};
+use super::{finish_plan, make_items, poll, Items, Plan, PlanOptions};
 use crate::{ensure, rng, Result};
 
 /// RNG stream used for the slot assignment of the histogram algorithms.
@@ -75,9 +75,10 @@ impl OpenPacks {
 /// to shortest; each goes into the open pack with the most free space that still fits it
 /// (the "shortest pack"), a whole group of identical packs at a time; a pack closes when it is
 /// full or holds `limit` sequences.
-pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Recipe {
+pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
     let mut open = OpenPacks::new(max_len, limit);
     for l in (1..=max_len).rev() {
+        poll(l as usize)?;
         let mut n = hist[(l - 1) as usize];
         // Python scans offsets downward from the top; equivalently, the largest non-empty key
         // in [l, upper], where `upper` only ever decreases while this length is placed.
@@ -106,7 +107,7 @@ pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Recipe {
             }
         }
     }
-    open.finish()
+    Ok(open.finish())
 }
 
 /// Longest-pack-first histogram packing (Graphcore's `lpfhp.py` with `distribute=True`).
@@ -114,9 +115,10 @@ pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Recipe {
 /// Lengths from longest to shortest; each group goes into the open pack with the least free
 /// space that fits (best fit), and as many copies of the length as fit and as the count allows
 /// are placed at once.
-pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Recipe {
+pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
     let mut open = OpenPacks::new(max_len, limit);
     for l in (1..=max_len).rev() {
+        poll(l as usize)?;
         let mut n = hist[(l - 1) as usize];
         let mut searching = true;
         while n > 0 {
@@ -162,7 +164,7 @@ pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Recipe {
             }
         }
     }
-    open.finish()
+    Ok(open.finish())
 }
 
 /// Number of ways to write `target` as a sum of at most `depth` positive parts (the NNLSHP
@@ -189,7 +191,7 @@ pub fn plan_from_recipe(
     recipe_lengths: &[i64],
     opts: &PlanOptions,
 ) -> Result<Plan> {
-    let items = plannable_items(lengths, opts)?;
+    let items = make_items(lengths, opts, true, true)?;
     ensure!(
         recipe_offsets.len() == counts.len() + 1
             && recipe_offsets.first() == Some(&0)
@@ -278,12 +280,20 @@ pub(super) fn assign_recipe(
     } else {
         groups.iter_mut().enumerate().for_each(shuffle);
     }
+    drop(groups);
+    crate::interrupt::check()?;
     let mut next = start_of.clone();
-    let mut offsets = Vec::with_capacity(recipe.iter().map(|r| r.0 as usize).sum::<usize>() + 1);
+    // Every emitted pack holds at least one segment.
+    let packs = recipe
+        .iter()
+        .fold(0u64, |a, r| a.saturating_add(r.0))
+        .min(items.size.len() as u64);
+    let mut offsets = Vec::with_capacity(packs as usize + 1);
     offsets.push(0i64);
     let mut slots = Vec::with_capacity(items.size.len());
     for (count, pack) in recipe {
         for _ in 0..*count {
+            poll(offsets.len())?;
             let before = slots.len();
             for &s in pack {
                 let s = s as usize;
@@ -292,9 +302,11 @@ pub(super) fn assign_recipe(
                     next[s] += 1;
                 }
             }
-            if slots.len() > before {
-                offsets.push(slots.len() as i64);
+            if slots.len() == before {
+                // The lengths of this strategy are used up: its later copies stay empty too.
+                break;
             }
+            offsets.push(slots.len() as i64);
         }
     }
     for s in 1..=max_len {

@@ -1,18 +1,21 @@
-//! Item-wise packers: best-fit decreasing (a max segment tree over free capacity, the
-//! structure TRL uses), first-fit decreasing (a max segment tree over bins) and next fit in
-//! input order. Each returns the bin of every item; [`csr_from_bins`] turns that into
-//! pack offsets and slots.
+//! Item-wise packers: best-fit decreasing (free capacities in a max segment tree, the
+//! structure TRL uses, or an ordered map when `max_len` is large next to the number of
+//! items), first-fit decreasing (a max segment tree over bins) and next fit in input order.
+//! Each returns the bin of every item; [`csr_from_bins`] turns that into pack offsets and
+//! slots. Memory follows the number of items, never `max_len` alone.
 
 use std::cmp::Reverse;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
-use super::BFD_MAX_LEN_LIMIT;
-use crate::{ensure, Result};
+use rayon::prelude::*;
+
+use super::{dense_in_max_len, poll};
+use crate::Result;
 
 /// Item order for the decreasing algorithms: by size descending, ties by item index (stable).
 pub(super) fn decreasing_order(size: &[u32], max_len: u32) -> Vec<u32> {
     let n = size.len();
-    if (max_len as usize) <= 4 * n + 1024 {
+    if dense_in_max_len(max_len as i64, n) {
         // Counting sort, O(n + L).
         let mut count = vec![0usize; max_len as usize + 2];
         for &s in size {
@@ -30,7 +33,7 @@ pub(super) fn decreasing_order(size: &[u32], max_len: u32) -> Vec<u32> {
         order
     } else {
         let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by_key(|&i| Reverse(size[i as usize]));
+        order.par_sort_by_key(|&i| Reverse(size[i as usize]));
         order
     }
 }
@@ -82,40 +85,85 @@ impl MaxTree {
     }
 }
 
-/// Bin of each item (`bins` are numbered in opening order) and the number of bins.
-pub(super) fn best_fit_decreasing(
+/// Open bins by free capacity, for best fit. Bins with the same free capacity wait in FIFO
+/// order (TRL's `space_to_bin` deque): a tie goes to the bin that has had that free capacity
+/// the longest.
+trait FreeBins {
+    /// Removes and returns the bin with the smallest free capacity `>= s` (`s >= 1`).
+    fn take_fit(&mut self, s: u32) -> Option<u32>;
+    /// Adds `bin`, which has `free >= 1` tokens left.
+    fn put(&mut self, free: u32, bin: u32);
+}
+
+/// Capacities `0..=max_len` as dense arrays: leaf `c` of the tree holds `c` when some open bin
+/// has exactly `c` free tokens, else 0, so the leftmost leaf `>= s` is the best fit; one queue
+/// per capacity. O(1) queue operations, where a min-heap by bin id costs a cache-missing
+/// O(log n) on large inputs.
+struct DenseFree {
+    tree: MaxTree,
+    by_free: Vec<VecDeque<u32>>,
+}
+
+/// Bytes of [`DenseFree`] per capacity: tree (up to 16) and an empty queue (32).
+const DENSE_FREE_BYTES: u128 = 48;
+
+impl FreeBins for DenseFree {
+    #[inline]
+    fn take_fit(&mut self, s: u32) -> Option<u32> {
+        let c = self.tree.leftmost_at_least(s)?;
+        let queue = &mut self.by_free[c];
+        let b = queue.pop_front().expect("tree and queues agree");
+        if queue.is_empty() {
+            self.tree.set(c, 0);
+        }
+        Some(b)
+    }
+
+    #[inline]
+    fn put(&mut self, free: u32, bin: u32) {
+        let queue = &mut self.by_free[free as usize];
+        if queue.is_empty() {
+            self.tree.set(free as usize, free);
+        }
+        queue.push_back(bin);
+    }
+}
+
+/// The free capacities that occur, in an ordered map (memory O(bins), O(log bins) per
+/// operation): for `max_len` large next to the number of items.
+struct SparseFree(BTreeMap<u32, VecDeque<u32>>);
+
+impl FreeBins for SparseFree {
+    fn take_fit(&mut self, s: u32) -> Option<u32> {
+        let (&c, queue) = self.0.range_mut(s..).next()?;
+        let b = queue.pop_front().expect("queues in the map are non-empty");
+        if queue.is_empty() {
+            self.0.remove(&c);
+        }
+        Some(b)
+    }
+
+    fn put(&mut self, free: u32, bin: u32) {
+        self.0.entry(free).or_default().push_back(bin);
+    }
+}
+
+/// Best fit over `order` with the open bins in `open`.
+fn best_fit<F: FreeBins>(
     size: &[u32],
+    order: &[u32],
     max_len: u32,
     limit: usize,
+    mut open: F,
 ) -> Result<(Vec<u32>, usize)> {
-    ensure!(
-        (max_len as i64) <= BFD_MAX_LEN_LIMIT,
-        "max_len",
-        "bfd indexes its segment tree by free capacity and supports max_len up to {BFD_MAX_LEN_LIMIT}; use 'ffd' or 'lpfhp'"
-    );
-    let order = decreasing_order(size, max_len);
-    // Leaf c holds c when some open bin has exactly c free tokens, else 0; the leftmost leaf
-    // with value >= s is therefore the smallest free capacity that fits s (best fit).
-    let mut tree = MaxTree::new(max_len as usize + 1, |_| 0);
-    // Bins with the same free capacity wait in FIFO order (TRL's `space_to_bin` deque): a
-    // tie goes to the bin that has had that free capacity the longest. O(1) per operation,
-    // where a min-heap by bin id costs a cache-missing O(log n) on large inputs.
-    let mut by_free: Vec<VecDeque<u32>> = vec![VecDeque::new(); max_len as usize + 1];
     let mut free = Vec::<u32>::new();
     let mut count = Vec::<u32>::new();
     let mut bin_of = vec![0u32; size.len()];
-    for &it in &order {
+    for (j, &it) in order.iter().enumerate() {
+        poll(j)?;
         let s = size[it as usize];
-        let bin = match tree.leftmost_at_least(s) {
-            Some(c) => {
-                let c = c as u32;
-                let queue = &mut by_free[c as usize];
-                let b = queue.pop_front().expect("tree and queues agree");
-                if queue.is_empty() {
-                    tree.set(c as usize, 0);
-                }
-                b
-            }
+        let bin = match open.take_fit(s) {
+            Some(b) => b,
             None => {
                 free.push(max_len);
                 count.push(0);
@@ -128,17 +176,39 @@ pub(super) fn best_fit_decreasing(
         bin_of[it as usize] = bin;
         let f = free[bu];
         if f > 0 && (count[bu] as usize) < limit {
-            let queue = &mut by_free[f as usize];
-            if queue.is_empty() {
-                tree.set(f as usize, f);
-            }
-            queue.push_back(bin);
+            open.put(f, bin);
         }
     }
     Ok((bin_of, free.len()))
 }
 
-pub(super) fn first_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> (Vec<u32>, usize) {
+/// Bin of each item (bins are numbered in opening order), the number of bins, and the item
+/// order.
+pub(super) fn best_fit_decreasing(
+    size: &[u32],
+    max_len: u32,
+    limit: usize,
+) -> Result<(Vec<u32>, usize, Option<Vec<u32>>)> {
+    let order = decreasing_order(size, max_len);
+    let (bin_of, nbins) = if dense_in_max_len(max_len as i64, size.len()) {
+        crate::memory::ensure_fits("max_len", (max_len as u128 + 1) * DENSE_FREE_BYTES)?;
+        let open = DenseFree {
+            tree: MaxTree::new(max_len as usize + 1, |_| 0),
+            by_free: vec![VecDeque::new(); max_len as usize + 1],
+        };
+        best_fit(size, &order, max_len, limit, open)?
+    } else {
+        best_fit(size, &order, max_len, limit, SparseFree(BTreeMap::new()))?
+    };
+    Ok((bin_of, nbins, Some(order)))
+}
+
+/// As [`best_fit_decreasing`], with first fit.
+pub(super) fn first_fit_decreasing(
+    size: &[u32],
+    max_len: u32,
+    limit: usize,
+) -> Result<(Vec<u32>, usize, Option<Vec<u32>>)> {
     let order = decreasing_order(size, max_len);
     let n = size.len();
     // One leaf per potential bin; unopened bins have full capacity, so the leftmost fitting
@@ -148,7 +218,8 @@ pub(super) fn first_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> 
     let mut free = vec![max_len; n];
     let mut bin_of = vec![0u32; n];
     let mut nbins = 0usize;
-    for &it in &order {
+    for (j, &it) in order.iter().enumerate() {
+        poll(j)?;
         let s = size[it as usize];
         let b = tree
             .leftmost_at_least(s)
@@ -164,15 +235,21 @@ pub(super) fn first_fit_decreasing(size: &[u32], max_len: u32, limit: usize) -> 
         };
         tree.set(b, v);
     }
-    (bin_of, nbins)
+    Ok((bin_of, nbins, Some(order)))
 }
 
-pub(super) fn next_fit(size: &[u32], max_len: u32, limit: usize) -> (Vec<u32>, usize) {
+/// Next fit in input order (no item order: slots follow the input).
+pub(super) fn next_fit(
+    size: &[u32],
+    max_len: u32,
+    limit: usize,
+) -> Result<(Vec<u32>, usize, Option<Vec<u32>>)> {
     let mut bin_of = vec![0u32; size.len()];
     let mut nbins = 0usize;
     let mut free = 0u32;
     let mut count = 0usize;
     for (i, &s) in size.iter().enumerate() {
+        poll(i)?;
         if nbins == 0 || s > free || count >= limit {
             nbins += 1;
             free = max_len;
@@ -182,7 +259,7 @@ pub(super) fn next_fit(size: &[u32], max_len: u32, limit: usize) -> (Vec<u32>, u
         count += 1;
         bin_of[i] = (nbins - 1) as u32;
     }
-    (bin_of, nbins)
+    Ok((bin_of, nbins, None))
 }
 
 pub(super) fn csr_from_bins(

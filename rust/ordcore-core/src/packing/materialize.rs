@@ -1,7 +1,10 @@
 //! Materialization: the training arrays (`input_ids`, `position_ids`, `segment_ids`,
 //! `labels`, `cu_seqlens`) of selected packs of a [`Plan`].
 
-use super::{round_up, Plan};
+use super::{poll, round_up, Plan};
+
+/// Output tokens written between two [`crate::interrupt::check`]s.
+const CHECK_TOKENS: usize = 1 << 18;
 use crate::{ensure, Error, Result};
 
 /// Output layout of [`materialize`].
@@ -79,7 +82,8 @@ pub fn materialize(
     let npacks = plan.pack_offsets.len() - 1;
     // Only the sequences this batch uses are checked, so batch-by-batch materialization of a
     // large plan stays proportional to the batch.
-    for &r in rows {
+    for (ri, &r) in rows.iter().enumerate() {
+        poll(ri)?;
         ensure!(
             r >= 0 && (r as usize) < npacks,
             "rows",
@@ -104,19 +108,29 @@ pub fn materialize(
     }
     let l = plan.max_len;
     // Segment list with padded lengths.
-    let mut row_width = Vec::with_capacity(rows.len());
     let mut total_padded = 0i64;
-    for &r in rows {
+    let mut segments = 0usize;
+    // One past the largest position offset from `position_ids_start`.
+    let mut reach = if opts.layout == Layout::Rows { l } else { 0 };
+    for (ri, &r) in rows.iter().enumerate() {
+        poll(ri)?;
         let (a, b) = (
             plan.pack_offsets[r as usize] as usize,
             plan.pack_offsets[r as usize + 1] as usize,
         );
-        let used: i64 = (a..b)
-            .map(|k| {
-                let (a, b) = plan.slot(k);
-                round_up(b - a, m)
-            })
-            .sum();
+        segments += b - a;
+        let mut used = 0i64;
+        for k in a..b {
+            let (s, e) = plan.slot(k);
+            let padded = round_up(e - s, m);
+            used = used.saturating_add(padded);
+            let first = if opts.continue_fragment_positions {
+                s
+            } else {
+                0
+            };
+            reach = reach.max(first.saturating_add(padded));
+        }
         if opts.layout == Layout::Rows {
             ensure!(
                 used <= l,
@@ -124,19 +138,36 @@ pub fn materialize(
                 "pack {r} needs {used} tokens after padding each sequence to a multiple of {m}, more than max_len {l}; plan with pack(..., pad_to_multiple_of={m})"
             );
         }
-        row_width.push(used);
-        total_padded += used;
+        total_padded = total_padded.saturating_add(used);
     }
     ensure!(
         total_padded <= i32::MAX as i64,
-        "rows",
-        "the batch holds {total_padded} tokens, more than cu_seqlens (int32) can index"
+        if m > 1 { "pad_to_multiple_of" } else { "rows" },
+        "the batch holds {total_padded} tokens{}, more than cu_seqlens (int32) can index",
+        if m > 1 {
+            format!(" after padding each sequence to a multiple of {m}")
+        } else {
+            String::new()
+        }
+    );
+    ensure!(
+        opts.position_ids_start
+            .checked_add(reach.max(1) - 1)
+            .is_some(),
+        "position_ids_start",
+        "{} plus the largest position offset {} in this batch exceeds int64",
+        opts.position_ids_start,
+        reach.max(1) - 1
     );
     let (nrows, width) = match opts.layout {
         Layout::Rows => (rows.len(), l as usize),
         Layout::Flat => (1, total_padded as usize),
     };
-    let total = nrows * width;
+    let total = nrows as u128 * width as u128;
+    // input_ids, position_ids, labels (8 bytes), segment_ids (4); per segment the cu_seqlens
+    // (4 + 4) and seq_index (8).
+    crate::memory::ensure_fits("rows", total * 28 + segments as u128 * 16)?;
+    let total = total as usize;
     let mut b = Batch {
         rows: nrows,
         width,
@@ -153,6 +184,7 @@ pub fn materialize(
     let mut cursor = 0usize;
     // Segment ids count 1..k within each output row (the whole batch for `Flat`).
     let mut seg = 0i32;
+    let mut checked_at = 0usize;
     for (ri, &r) in rows.iter().enumerate() {
         if opts.layout == Layout::Rows {
             cursor = ri * width;
@@ -164,6 +196,10 @@ pub fn materialize(
             plan.pack_offsets[r as usize + 1] as usize,
         );
         for k in a..z {
+            if cursor >= checked_at + CHECK_TOKENS {
+                crate::interrupt::check()?;
+                checked_at = cursor;
+            }
             seg += 1;
             let i = plan.seq_index[k] as usize;
             let (s, e) = plan.slot(k);

@@ -29,8 +29,6 @@ pub use stats::{compute_stats, martello_toth_l2, Stats};
 
 /// Largest `max_len` accepted (token counts stay exact in `i32` `cu_seqlens` per row).
 pub const MAX_LEN_LIMIT: i64 = 1 << 30;
-/// Largest `max_len` for `bfd`, whose segment tree is indexed by free capacity.
-pub const BFD_MAX_LEN_LIMIT: i64 = 1 << 22;
 
 /// Packing algorithms implemented in Rust (NNLSHP goes through [`plan_from_recipe`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,14 +172,79 @@ struct Items {
     fragment: Vec<bool>,
     /// Planned size: `stop - start` rounded up to the multiple (empty when not wanted).
     size: Vec<u32>,
-    /// `hist[s]`: number of segments of planned size `s` (`0..=max_len`).
+    /// `hist[s]`: number of segments of planned size `s` (`0..=max_len`). Empty when
+    /// `max_len` is large next to the number of segments and no dense histogram was asked
+    /// for (the item-wise algorithms); the statistics then count `size` instead.
     hist: Vec<u64>,
     /// Sum of `stop - start` over the segments.
     real_tokens: u64,
 }
 
+/// Peak bytes of a plan per segment: the items (29), the packer's order, bins and tree
+/// (up to 28), the slots and offsets (16) and the plan's own arrays (25).
+const BYTES_PER_SEGMENT: u128 = 96;
+/// Peak bytes of a plan per source sequence: its copy of the lengths and the coverage counts.
+const BYTES_PER_SEQUENCE: u128 = 24;
+/// Peak bytes of the histogram algorithms per token of `max_len`: the histogram (8), the
+/// open-pack stacks (24) or the recipe assignment's cursors and groups (32), and the
+/// statistics' table (16 per distinct size).
+const BYTES_PER_LENGTH: u128 = 64;
+/// Iterations of a sequential loop between two [`crate::interrupt::check`]s.
+const CHECK_EVERY: usize = 1 << 14;
+
+/// Whether a table indexed by planned size (`0..=max_len`) costs no more than a few words per
+/// segment (plus a fixed 64 Ki entries). Then histograms and the BFD capacity tree are dense
+/// arrays; otherwise they follow the segments, so that memory does not grow with `max_len`.
+fn dense_in_max_len(max_len: i64, segments: usize) -> bool {
+    max_len as u64 <= 4 * segments as u64 + (1 << 16)
+}
+
+/// [`crate::interrupt::check`] every [`CHECK_EVERY`] iterations of a loop counter `i`.
+#[inline]
+fn poll(i: usize) -> Result<()> {
+    if i.is_multiple_of(CHECK_EVERY) {
+        crate::interrupt::check()
+    } else {
+        Ok(())
+    }
+}
+
+/// `x` rounded up to a multiple of `m` (`x >= 0`, `m >= 1`), saturating at `i64::MAX`.
 fn round_up(x: i64, m: i64) -> i64 {
-    (x + m - 1) / m * m
+    match x % m {
+        0 => x,
+        r => x.saturating_add(m - r),
+    }
+}
+
+/// Refuses a plan of `segments` segments over `sequences` sequences, with a dense table over
+/// `0..=max_len` (`dense_bytes` bytes per entry, 0 for none), that this process cannot hold.
+/// The error names `max_len` when the table dominates, else `lengths`.
+fn ensure_plan_fits(
+    sequences: usize,
+    segments: u128,
+    max_len: i64,
+    dense_bytes: u128,
+) -> Result<()> {
+    let per_input = segments * BYTES_PER_SEGMENT + sequences as u128 * BYTES_PER_SEQUENCE;
+    let per_len = (max_len as u128 + 1) * dense_bytes;
+    let arg = if per_len > per_input {
+        "max_len"
+    } else {
+        "lengths"
+    };
+    crate::memory::ensure_fits(arg, per_input + per_len)
+}
+
+/// Segments must be numbered by `u32` slots.
+fn ensure_segment_count(segments: u128) -> Result<()> {
+    ensure!(
+        segments < u32::MAX as u128,
+        "lengths",
+        "at most {} segments can be planned at once, the overlong policy makes {segments}",
+        u32::MAX - 1
+    );
+    Ok(())
 }
 
 fn validate_options(opts: &PlanOptions) -> Result<()> {
@@ -211,19 +274,25 @@ fn validate_options(opts: &PlanOptions) -> Result<()> {
 }
 
 /// Identity fast path: when every length is in `1..=max_len`, the planned sizes (if
-/// `want_size`), the histogram of sizes and the number of real tokens in one pass (parallel
-/// over chunks for large inputs; the result does not depend on the split). `None` otherwise.
-fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Option<Items> {
+/// `want_size`), the histogram of sizes (if `dense`) and the number of real tokens in one
+/// pass (parallel over chunks for large inputs; the result does not depend on the split).
+/// `None` otherwise.
+fn identity_items(
+    lengths: &[i64],
+    opts: &PlanOptions,
+    want_size: bool,
+    dense: bool,
+) -> Result<Option<Items>> {
     let l = opts.max_len;
     let m = opts.pad_to_multiple_of;
-    let nh = l as usize + 1;
+    let nh = if dense { l as usize + 1 } else { 0 };
     // Since `m` divides `l`, `1 <= len <= l` implies `round_up(len, m) <= l`.
     let scan = |inp: &[i64], out: Option<&mut [u32]>, hist: &mut [u64]| -> Option<u64> {
         let mut real = 0u64;
         let mut ok = true;
         let size_of = |len: i64| if m == 1 { len } else { round_up(len, m) };
-        match out {
-            Some(out) => {
+        match (out, hist.is_empty()) {
+            (Some(out), false) => {
                 for (o, &len) in out.iter_mut().zip(inp) {
                     ok &= (1..=l).contains(&len);
                     let sz = size_of(len.clamp(0, l));
@@ -232,7 +301,14 @@ fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Optio
                     real = real.wrapping_add(len as u64);
                 }
             }
-            None => {
+            (Some(out), true) => {
+                for (o, &len) in out.iter_mut().zip(inp) {
+                    ok &= (1..=l).contains(&len);
+                    *o = size_of(len.clamp(0, l)) as u32;
+                    real = real.wrapping_add(len as u64);
+                }
+            }
+            (None, _) => {
                 for &len in inp {
                     ok &= (1..=l).contains(&len);
                     hist[size_of(len.clamp(0, l)) as usize] += 1;
@@ -244,8 +320,10 @@ fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Optio
     };
     let n = lengths.len();
     let mut size = if want_size { vec![0u32; n] } else { Vec::new() };
-    let (hist, real) = if n >= crate::PARALLEL_THRESHOLD {
-        const CHUNK: usize = 1 << 16;
+    const CHUNK: usize = 1 << 16;
+    // Each parallel fold holds its own histogram; with at most CHUNK entries they take no
+    // more memory than the chunks they count (8 bytes per length).
+    let (hist, real) = if n >= crate::PARALLEL_THRESHOLD && nh <= CHUNK {
         let merge = |a: Option<(Vec<u64>, u64)>, b: Option<(Vec<u64>, u64)>| match (a, b) {
             (Some((mut ha, ra)), Some((hb, rb))) => {
                 for (x, y) in ha.iter_mut().zip(&hb) {
@@ -256,30 +334,50 @@ fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Optio
             _ => None,
         };
         let ident = || Some((vec![0u64; nh], 0u64));
+        // An interrupt ends the scan early (as a failed one); the caller checks for it.
         let step = |acc: Option<(Vec<u64>, u64)>, inp: &[i64], out: Option<&mut [u32]>| {
             let (mut h, r) = acc?;
+            if crate::interrupt::is_requested() {
+                return None;
+            }
             let r2 = scan(inp, out, &mut h)?;
             Some((h, r.wrapping_add(r2)))
         };
-        if want_size {
+        let found = if want_size {
             lengths
                 .par_chunks(CHUNK)
                 .zip(size.par_chunks_mut(CHUNK))
                 .fold(ident, |acc, (inp, out)| step(acc, inp, Some(out)))
-                .reduce(ident, merge)?
+                .reduce(ident, merge)
         } else {
             lengths
                 .par_chunks(CHUNK)
                 .fold(ident, |acc, inp| step(acc, inp, None))
-                .reduce(ident, merge)?
+                .reduce(ident, merge)
+        };
+        crate::interrupt::check()?;
+        match found {
+            Some(found) => found,
+            None => return Ok(None),
         }
     } else {
         let mut hist = vec![0u64; nh];
-        let out = if want_size { Some(&mut size[..]) } else { None };
-        let real = scan(lengths, out, &mut hist)?;
+        let mut real = 0u64;
+        for (c, inp) in lengths.chunks(CHUNK).enumerate() {
+            crate::interrupt::check()?;
+            let out = if want_size {
+                Some(&mut size[c * CHUNK..c * CHUNK + inp.len()])
+            } else {
+                None
+            };
+            match scan(inp, out, &mut hist) {
+                Some(r) => real = real.wrapping_add(r),
+                None => return Ok(None),
+            }
+        }
         (hist, real)
     };
-    Some(Items {
+    Ok(Some(Items {
         identity: true,
         seq: Vec::new(),
         start: Vec::new(),
@@ -288,29 +386,17 @@ fn identity_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Optio
         size,
         hist,
         real_tokens: real,
-    })
+    }))
 }
 
-/// Segments after the overlong policy. `want_size: false` leaves `size` empty (only the
-/// histogram is wanted) on the identity fast path.
-fn make_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Result<Items> {
-    validate_options(opts)?;
+/// Number of segments the overlong policy makes of `lengths`, raising for the first length
+/// the options refuse (negative, empty without `allow_empty`, overlong under `Error`).
+fn count_segments(lengths: &[i64], opts: &PlanOptions) -> Result<u128> {
     let l = opts.max_len;
     let m = opts.pad_to_multiple_of;
-    if let Some(items) = identity_items(lengths, opts, want_size) {
-        return Ok(items);
-    }
-    let mut items = Items {
-        identity: false,
-        seq: Vec::with_capacity(lengths.len()),
-        start: Vec::with_capacity(lengths.len()),
-        stop: Vec::with_capacity(lengths.len()),
-        fragment: Vec::with_capacity(lengths.len()),
-        size: Vec::with_capacity(lengths.len()),
-        hist: vec![0u64; l as usize + 1],
-        real_tokens: 0,
-    };
+    let mut segments = 0u128;
     for (i, &len) in lengths.iter().enumerate() {
+        poll(i)?;
         ensure!(
             len >= 0,
             "lengths",
@@ -325,16 +411,10 @@ fn make_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Result<It
             continue;
         }
         if round_up(len, m) <= l {
-            items.seq.push(i as i64);
-            items.start.push(0);
-            items.stop.push(len);
-            items.fragment.push(false);
-            items.size.push(round_up(len, m) as u32);
-            items.hist[round_up(len, m) as usize] += 1;
-            items.real_tokens += len as u64;
+            segments += 1;
             continue;
         }
-        match opts.overlong {
+        segments += match opts.overlong {
             Overlong::Error => {
                 return Err(Error::invalid(
                     "lengths",
@@ -345,27 +425,97 @@ fn make_items(lengths: &[i64], opts: &PlanOptions, want_size: bool) -> Result<It
                     },
                 ))
             }
-            Overlong::Drop => {}
-            Overlong::Truncate => {
-                items.seq.push(i as i64);
-                items.start.push(0);
-                items.stop.push(l);
-                items.fragment.push(false);
-                items.size.push(l as u32);
-                items.hist[l as usize] += 1;
-                items.real_tokens += l as u64;
-            }
+            Overlong::Drop => 0,
+            Overlong::Truncate => 1,
+            Overlong::Split => (len as u128).div_ceil(l as u128),
+        };
+    }
+    Ok(segments)
+}
+
+/// Segments after the overlong policy. `want_size: false` leaves `size` empty (only the
+/// histogram is wanted) on the identity fast path; `dense_hist: true` always builds the
+/// histogram (else only where [`dense_in_max_len`]). The bytes the plan will need are
+/// checked against the machine before anything is allocated.
+fn make_items(
+    lengths: &[i64],
+    opts: &PlanOptions,
+    want_size: bool,
+    dense_hist: bool,
+) -> Result<Items> {
+    validate_options(opts)?;
+    let l = opts.max_len;
+    let m = opts.pad_to_multiple_of;
+    let n = lengths.len();
+    // The histogram algorithms' tables over 0..=max_len, or the statistics' dense one.
+    let dense = dense_hist || dense_in_max_len(l, n);
+    // What the identity scan allocates (sizes and histogram), then what the plan will need.
+    ensure_plan_fits(n, 0, l, 8 * dense as u128)?;
+    if let Some(items) = identity_items(lengths, opts, want_size, dense)? {
+        ensure_segment_count(n as u128)?;
+        let table = if dense_hist {
+            BYTES_PER_LENGTH
+        } else {
+            8 * dense as u128
+        };
+        ensure_plan_fits(n, n as u128, l, table)?;
+        return Ok(items);
+    }
+    let segments = count_segments(lengths, opts)?;
+    ensure_segment_count(segments)?;
+    let dense = dense_hist || dense_in_max_len(l, segments as usize);
+    let table = if dense_hist {
+        BYTES_PER_LENGTH
+    } else {
+        8 * dense as u128
+    };
+    ensure_plan_fits(n, segments, l, table)?;
+    let cap = segments as usize;
+    let mut items = Items {
+        identity: false,
+        seq: Vec::with_capacity(cap),
+        start: Vec::with_capacity(cap),
+        stop: Vec::with_capacity(cap),
+        fragment: Vec::with_capacity(cap),
+        size: Vec::with_capacity(cap),
+        hist: if dense {
+            vec![0u64; l as usize + 1]
+        } else {
+            Vec::new()
+        },
+        real_tokens: 0,
+    };
+    let mut push = |i: usize, s: i64, e: i64, fragment: bool| {
+        let size = round_up(e - s, m);
+        items.seq.push(i as i64);
+        items.start.push(s);
+        items.stop.push(e);
+        items.fragment.push(fragment);
+        items.size.push(size as u32);
+        if let Some(h) = items.hist.get_mut(size as usize) {
+            *h += 1;
+        }
+        items.real_tokens += (e - s) as u64;
+    };
+    // `count_segments` has validated every length against the options.
+    for (i, &len) in lengths.iter().enumerate() {
+        poll(i)?;
+        if len == 0 {
+            continue;
+        }
+        if round_up(len, m) <= l {
+            push(i, 0, len, false);
+            continue;
+        }
+        match opts.overlong {
+            Overlong::Error | Overlong::Drop => {}
+            Overlong::Truncate => push(i, 0, l, false),
             Overlong::Split => {
                 let mut s = 0;
                 while s < len {
-                    let e = (s + l).min(len);
-                    items.seq.push(i as i64);
-                    items.start.push(s);
-                    items.stop.push(e);
-                    items.fragment.push(true);
-                    items.size.push(round_up(e - s, m) as u32);
-                    items.hist[round_up(e - s, m) as usize] += 1;
-                    items.real_tokens += (e - s) as u64;
+                    poll((s / l) as usize)?;
+                    let e = s + l.min(len - s);
+                    push(i, s, e, true);
                     s = e;
                 }
             }
@@ -437,51 +587,42 @@ fn finish_plan(
         stats::Coverage::Trusted {
             per_seq: coverage,
             hist: &items.hist,
+            sizes: &items.size,
             real_tokens: items.real_tokens,
         },
     )?;
     Ok(plan)
 }
 
-/// [`make_items`], checking that the segments can be numbered with `u32` slots.
-fn plannable_items(lengths: &[i64], opts: &PlanOptions) -> Result<Items> {
-    let items = make_items(lengths, opts, true)?;
-    ensure!(
-        items.size.len() < u32::MAX as usize,
-        "lengths",
-        "at most {} segments can be planned at once",
-        u32::MAX - 1
-    );
-    Ok(items)
-}
-
 /// Plans packs for `lengths` with one of the Rust algorithms.
 pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result<Plan> {
-    let items = plannable_items(lengths, opts)?;
+    let histogram = matches!(algorithm, Algorithm::Spfhp | Algorithm::Lpfhp);
+    let items = make_items(lengths, opts, true, histogram)?;
     let max_len = opts.max_len as u32;
     let limit = opts.max_seqs_per_pack.unwrap_or(usize::MAX);
     match algorithm {
         Algorithm::Spfhp | Algorithm::Lpfhp => {
-            let hist = items.hist[1..].to_vec();
             let limit = limit.min(max_len as usize);
+            let hist = &items.hist[1..];
             let recipe = if algorithm == Algorithm::Spfhp {
-                spfhp(&hist, max_len, limit)
+                spfhp(hist, max_len, limit)?
             } else {
-                lpfhp(&hist, max_len, limit)
+                lpfhp(hist, max_len, limit)?
             };
             histogram::assign_recipe(items, &recipe, lengths, opts)
         }
         Algorithm::Bfd | Algorithm::Ffd | Algorithm::Nf => {
-            let (bin_of, nbins) = match algorithm {
+            let (bin_of, nbins, order) = match algorithm {
                 Algorithm::Bfd => itemwise::best_fit_decreasing(&items.size, max_len, limit)?,
-                Algorithm::Ffd => itemwise::first_fit_decreasing(&items.size, max_len, limit),
-                _ => itemwise::next_fit(&items.size, max_len, limit),
+                Algorithm::Ffd => itemwise::first_fit_decreasing(&items.size, max_len, limit)?,
+                _ => itemwise::next_fit(&items.size, max_len, limit)?,
             };
-            let (offsets, slots) = if algorithm == Algorithm::Nf {
-                itemwise::csr_from_bins(&bin_of, nbins, 0..items.size.len())
-            } else {
-                let order = itemwise::decreasing_order(&items.size, max_len);
-                itemwise::csr_from_bins(&bin_of, nbins, order.into_iter().map(|i| i as usize))
+            crate::interrupt::check()?;
+            let (offsets, slots) = match order {
+                None => itemwise::csr_from_bins(&bin_of, nbins, 0..items.size.len()),
+                Some(order) => {
+                    itemwise::csr_from_bins(&bin_of, nbins, order.into_iter().map(|i| i as usize))
+                }
             };
             finish_plan(items, offsets, slots, lengths, opts)
         }
@@ -491,8 +632,9 @@ pub fn plan(lengths: &[i64], algorithm: Algorithm, opts: &PlanOptions) -> Result
 /// Histogram (`hist[i]` = number of segments of planned length `i + 1`) after the overlong
 /// policy; what NNLSHP solves for.
 pub fn planned_histogram(lengths: &[i64], opts: &PlanOptions) -> Result<Vec<u64>> {
-    let items = make_items(lengths, opts, false)?;
-    Ok(items.hist[1..].to_vec())
+    let mut hist = make_items(lengths, opts, false, true)?.hist;
+    hist.remove(0);
+    Ok(hist)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! Plan statistics: token counts, efficiency, the sum and Martello-Toth L2 lower bounds, and
 //! the validation of a plan loaded from arrays.
 
-use super::{round_up, Plan, MAX_LEN_LIMIT};
+use rayon::prelude::*;
+
+use super::{dense_in_max_len, poll, round_up, Plan, MAX_LEN_LIMIT};
 use crate::{ensure, Result};
 
 /// Summary of a plan, computed from lengths alone.
@@ -31,31 +33,44 @@ pub struct Stats {
 /// "Lower bounds and reduction procedures for the bin packing problem", 1990), from
 /// `hist[w]` = number of items of size `w` (`0..=cap`).
 pub fn martello_toth_l2(hist: &[u64], cap: u64) -> u64 {
-    let c = cap as usize;
-    // Prefix counts and sums over sizes 0..=c.
-    let mut cnt = vec![0u64; c + 2];
-    let mut sum = vec![0u128; c + 2];
-    for w in 0..=c {
-        let h = hist.get(w).copied().unwrap_or(0);
-        cnt[w + 1] = cnt[w] + h;
-        sum[w + 1] = sum[w] + h as u128 * w as u128;
+    let counts: Vec<(u64, u64)> = hist
+        .iter()
+        .take(cap as usize + 1)
+        .enumerate()
+        .filter(|&(_, &h)| h > 0)
+        .map(|(w, &h)| (w as u64, h))
+        .collect();
+    l2_from_counts(&counts, cap)
+}
+
+/// [`martello_toth_l2`] from `(size, count)` pairs ascending by size (sizes `<= cap`): time
+/// and memory follow the number of distinct sizes, not `cap`.
+fn l2_from_counts(counts: &[(u64, u64)], cap: u64) -> u64 {
+    // Prefix counts and sums over the distinct sizes.
+    let mut cnt = vec![0u64; counts.len() + 1];
+    let mut sum = vec![0u128; counts.len() + 1];
+    for (k, &(w, h)) in counts.iter().enumerate() {
+        cnt[k + 1] = cnt[k] + h;
+        sum[k + 1] = sum[k] + h as u128 * w as u128;
     }
     // Items in sizes a..=b.
-    let range = |a: usize, b: usize| -> (u64, u128) {
-        if a > b || a > c {
-            (0, 0)
-        } else {
-            let b = b.min(c);
-            (cnt[b + 1] - cnt[a], sum[b + 1] - sum[a])
+    let range = |a: u64, b: u64| -> (u64, u128) {
+        if a > b {
+            return (0, 0);
         }
+        let lo = counts.partition_point(|&(w, _)| w < a);
+        let hi = counts.partition_point(|&(w, _)| w <= b);
+        (cnt[hi] - cnt[lo], sum[hi] - sum[lo])
     };
-    let half = c / 2; // w <= C/2  <=>  w <= floor(C/2)
+    let half = cap / 2; // w <= C/2  <=>  w <= floor(C/2)
     let mut best = 0u64;
-    let mut alphas: Vec<usize> = vec![0];
-    alphas.extend((1..=half).filter(|&w| hist.get(w).copied().unwrap_or(0) > 0));
-    for a in alphas {
-        let (n1, _) = range(c - a + 1, c);
-        let (n2, s2) = range(half + 1, c - a);
+    let alphas = counts
+        .iter()
+        .map(|&(w, _)| w)
+        .filter(|&w| (1..=half).contains(&w));
+    for a in std::iter::once(0).chain(alphas) {
+        let (n1, _) = range(cap - a + 1, cap);
+        let (n2, s2) = range(half + 1, cap - a);
         let (_, s3) = range(a.max(1), half);
         let free2 = n2 as u128 * cap as u128 - s2;
         let extra = if s3 > free2 {
@@ -66,6 +81,29 @@ pub fn martello_toth_l2(hist: &[u64], cap: u64) -> u64 {
         best = best.max(n1 + n2 + extra);
     }
     best
+}
+
+/// `(size, count)` of the planned sizes, ascending, zero counts left out: from the dense
+/// `hist` when there is one, else by sorting a copy of `sizes`.
+fn size_counts(hist: &[u64], sizes: &[u32]) -> Vec<(u64, u64)> {
+    if !hist.is_empty() || sizes.is_empty() {
+        return hist
+            .iter()
+            .enumerate()
+            .filter(|&(_, &h)| h > 0)
+            .map(|(w, &h)| (w as u64, h))
+            .collect();
+    }
+    let mut sorted = sizes.to_vec();
+    sorted.par_sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for &w in &sorted {
+        match out.last_mut() {
+            Some((v, c)) if *v == w as u64 => *c += 1,
+            _ => out.push((w as u64, 1)),
+        }
+    }
+    out
 }
 
 /// Validates a plan's arrays against its lengths and computes its [`Stats`].
@@ -79,11 +117,13 @@ pub(super) enum Coverage<'a> {
     Check,
     /// From the planner, whose packs fit by construction (the tests check them
     /// independently): per-sequence `(tokens covered, number of slots)` (`None` when every
-    /// sequence is covered whole by exactly one slot), the planned size of every segment and
-    /// the number of real tokens. Avoids a random-access pass over the slots.
+    /// sequence is covered whole by exactly one slot), the histogram of planned sizes (empty
+    /// when the planner kept none: then counted from `sizes`, the planned size of every
+    /// segment) and the number of real tokens. Avoids a random-access pass over the slots.
     Trusted {
         per_seq: Option<(Vec<i64>, Vec<u32>)>,
         hist: &'a [u64],
+        sizes: &'a [u32],
         real_tokens: u64,
     },
 }
@@ -127,54 +167,69 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
         "pack_offsets must start at 0 and end at the number of segments"
     );
     let n = plan.lengths.len();
-    let mut hist = vec![0u64; l as usize + 1];
     let mut real = 0u64;
     let mut deepest = 0u64;
-    let (coverage, checked) = match coverage {
+    // A loaded plan's planned sizes: counted over 0..=max_len when that table is small next
+    // to the segments, else kept as a list (memory follows the plan, not max_len).
+    let mut own_hist = Vec::new();
+    let mut own_sizes = Vec::new();
+    let (coverage, hist, sizes): (_, &[u64], &[u32]) = match coverage {
         Coverage::Trusted {
             per_seq,
-            hist: planned,
+            hist,
+            sizes,
             real_tokens,
         } => {
-            hist.copy_from_slice(planned);
             real = real_tokens;
             deepest = off
                 .windows(2)
                 .map(|w| (w[1] - w[0]) as u64)
                 .max()
                 .unwrap_or(0);
-            (Some(per_seq), false)
+            (Some(per_seq), hist, sizes)
         }
-        Coverage::Check => (None, true),
+        Coverage::Check => {
+            let dense = dense_in_max_len(l, ns);
+            if dense {
+                own_hist = vec![0u64; l as usize + 1];
+            } else {
+                own_sizes.reserve(ns);
+            }
+            for p in 0..off.len() - 1 {
+                poll(p)?;
+                ensure!(
+                    off[p] < off[p + 1],
+                    "plan",
+                    "pack {p} is empty or offsets decrease"
+                );
+                let mut used = 0i64;
+                for k in off[p] as usize..off[p + 1] as usize {
+                    seq_of(plan, k, n)?;
+                    let (a, b) = plan.slot(k);
+                    ensure!(
+                        0 <= a && a < b && b - a <= l,
+                        "plan",
+                        "segment {k} has an invalid token range {a}..{b}"
+                    );
+                    let sz = if m == 1 { b - a } else { round_up(b - a, m) };
+                    used += sz;
+                    if dense {
+                        own_hist[sz.min(l) as usize] += 1;
+                    } else {
+                        own_sizes.push(sz.min(l) as u32);
+                    }
+                    real += (b - a) as u64;
+                }
+                ensure!(
+                    used <= l,
+                    "plan",
+                    "pack {p} holds {used} tokens, more than max_len {l}"
+                );
+                deepest = deepest.max((off[p + 1] - off[p]) as u64);
+            }
+            (None, &own_hist[..], &own_sizes[..])
+        }
     };
-    // Pack-level pass over the slots (loading only).
-    for p in 0..(off.len() - 1) * checked as usize {
-        ensure!(
-            off[p] < off[p + 1],
-            "plan",
-            "pack {p} is empty or offsets decrease"
-        );
-        let mut used = 0i64;
-        for k in off[p] as usize..off[p + 1] as usize {
-            seq_of(plan, k, n)?;
-            let (a, b) = plan.slot(k);
-            ensure!(
-                0 <= a && a < b && b - a <= l,
-                "plan",
-                "segment {k} has an invalid token range {a}..{b}"
-            );
-            let sz = if m == 1 { b - a } else { round_up(b - a, m) };
-            used += sz;
-            hist[sz.min(l) as usize] += 1;
-            real += (b - a) as u64;
-        }
-        ensure!(
-            used <= l,
-            "plan",
-            "pack {p} holds {used} tokens, more than max_len {l}"
-        );
-        deepest = deepest.max((off[p + 1] - off[p]) as u64);
-    }
     let mut s = Stats::default();
     let (covered, pieces) = match coverage {
         Some(Some(c)) => c,
@@ -184,6 +239,7 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
             let mut covered = vec![0i64; n];
             let mut pieces = vec![0u32; n];
             for k in 0..ns {
+                poll(k)?;
                 let i = seq_of(plan, k, n)?;
                 let (a, b) = plan.slot(k);
                 ensure!(
@@ -242,9 +298,10 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
         0.0
     };
     s.deepest_pack = deepest;
-    let planned: u64 = hist.iter().enumerate().map(|(w, &h)| w as u64 * h).sum();
+    let counts = size_counts(hist, sizes);
+    let planned: u64 = counts.iter().map(|&(w, h)| w * h).sum();
     s.lower_bound_sum = planned.div_ceil(l as u64);
-    s.lower_bound_l2 = martello_toth_l2(&hist, l as u64).max(s.lower_bound_sum);
+    s.lower_bound_l2 = l2_from_counts(&counts, l as u64).max(s.lower_bound_sum);
     let ratio = |lb: u64| {
         if lb > 0 {
             packs as f64 / lb as f64

@@ -119,3 +119,83 @@ proptest! {
         }
     }
 }
+
+/// The dense-array L2 of earlier releases, kept as the reference for the sparse one.
+fn l2_dense_reference(hist: &[u64], cap: u64) -> u64 {
+    let c = cap as usize;
+    let mut cnt = vec![0u64; c + 2];
+    let mut sum = vec![0u128; c + 2];
+    for w in 0..=c {
+        let h = hist.get(w).copied().unwrap_or(0);
+        cnt[w + 1] = cnt[w] + h;
+        sum[w + 1] = sum[w] + h as u128 * w as u128;
+    }
+    let range = |a: usize, b: usize| -> (u64, u128) {
+        if a > b || a > c {
+            (0, 0)
+        } else {
+            let b = b.min(c);
+            (cnt[b + 1] - cnt[a], sum[b + 1] - sum[a])
+        }
+    };
+    let half = c / 2;
+    let mut best = 0u64;
+    let mut alphas: Vec<usize> = vec![0];
+    alphas.extend((1..=half).filter(|&w| hist.get(w).copied().unwrap_or(0) > 0));
+    for a in alphas {
+        let (n1, _) = range(c - a + 1, c);
+        let (n2, s2) = range(half + 1, c - a);
+        let (_, s3) = range(a.max(1), half);
+        let free2 = n2 as u128 * cap as u128 - s2;
+        let extra = if s3 > free2 {
+            (s3 - free2).div_ceil(cap as u128) as u64
+        } else {
+            0
+        };
+        best = best.max(n1 + n2 + extra);
+    }
+    best
+}
+
+#[test]
+fn recipe_counts_beyond_the_segments_stop_early() {
+    // A count of u64::MAX used to reserve that many offsets (capacity overflow) and loop.
+    let o = opts(6);
+    let p = plan_from_recipe(&[3, 3, 2], &[u64::MAX, 5], &[0, 2, 3], &[3, 3, 2], &o).unwrap();
+    assert_eq!(p.pack_offsets, [0, 2, 3]);
+}
+
+#[test]
+fn bfd_beyond_the_old_capacity_limit() {
+    // bfd used to refuse max_len > 2**22 (its tree was indexed by free capacity).
+    let p = plan(&[5, 3, 1 << 29], Algorithm::Bfd, &opts(1 << 30)).unwrap();
+    assert_eq!(p.stats.num_packs, 1);
+    assert_eq!(p.stats.lower_bound_l2, 1);
+}
+
+proptest! {
+    #[test]
+    fn sparse_l2_equals_dense(hist in proptest::collection::vec(0u64..5, 1..80), cap in 1u64..90) {
+        prop_assert_eq!(martello_toth_l2(&hist, cap), l2_dense_reference(&hist, cap));
+    }
+
+    /// Packing is scale-invariant: sizes and capacity times 2**20 (sparse tables, ordered
+    /// free-capacity map) give the same packs and bounds as the dense tables at scale 1.
+    #[test]
+    fn large_max_len_plans_equal_scaled_ones(lens in proptest::collection::vec(1i64..40, 0..120), l in 40i64..60, k in 1usize..6) {
+        const S: i64 = 1 << 20;
+        for alg in [Algorithm::Bfd, Algorithm::Ffd, Algorithm::Nf] {
+            let mut o = opts(l);
+            o.max_seqs_per_pack = Some(k);
+            let small = plan(&lens, alg, &o).unwrap();
+            let big_lens: Vec<i64> = lens.iter().map(|&x| x * S).collect();
+            o.max_len = l * S;
+            let big = plan(&big_lens, alg, &o).unwrap();
+            prop_assert_eq!(&big.pack_offsets, &small.pack_offsets);
+            prop_assert_eq!(&big.seq_index, &small.seq_index);
+            prop_assert_eq!(big.stats.lower_bound_l2, small.stats.lower_bound_l2);
+            prop_assert_eq!(big.stats.lower_bound_sum, small.stats.lower_bound_sum);
+            prop_assert_eq!(compute_stats(&big).unwrap(), big.stats.clone());
+        }
+    }
+}
