@@ -350,9 +350,16 @@ def pack(
     ordcore.InvalidArgumentError
         Negative lengths, ``max_len < 1``, ``max_seqs_per_pack < 1``, an unknown algorithm or
         policy, an overlong sequence under ``overlong="error"``, an empty one without
-        ``allow_empty``.
+        ``allow_empty``, more than ``2**32 - 2`` segments after the overlong policy.
+    MemoryError
+        The plan would need more memory than this process can use (estimated before
+        allocating: about 100 bytes per segment, and for ``lpfhp``/``spfhp``/``nnlshp`` 64
+        bytes per token of ``max_len``; ``bfd``/``ffd``/``nf`` need no table over ``max_len``
+        beyond what the number of sequences justifies).
     ordcore.MissingDependencyError
         ``nnlshp`` without SciPy.
+    KeyboardInterrupt
+        Ctrl-C stops the planning within a fraction of a second; nothing is returned.
     """
     algorithm = _check_choice("algorithm", algorithm, ALGORITHMS)
     overlong = _check_choice("overlong", overlong, OVERLONG_POLICIES)
@@ -615,9 +622,14 @@ def materialize(
     ------
     ordcore.InvalidArgumentError
         Tokens whose lengths disagree with the plan, ids outside ``dtype``, an unknown layout,
-        ``pad_to_multiple_of < 1``, a padded pack longer than ``max_len``, rows out of range.
+        ``pad_to_multiple_of < 1``, a padded pack longer than ``max_len``, rows out of range,
+        more padded tokens than int32 ``cu_seqlens`` can index, positions past int64.
     ordcore.DTypeError
         Non-integer tokens or a non-integer ``dtype``.
+    MemoryError
+        The batch (28 bytes per output token) would not fit in this process's memory.
+    KeyboardInterrupt
+        Ctrl-C stops it within a fraction of a second; nothing is returned.
     """
     if not isinstance(plan, Plan):
         raise DTypeError(f"plan: expected an ordcore.packing.Plan, got {type(plan).__name__}")
