@@ -3,7 +3,7 @@
 //! realizes a recipe computed elsewhere (NNLSHP's), and [`assign_recipe`] hands the
 //! sequences of each length to the recipe's slots in a seeded random order.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
@@ -17,22 +17,30 @@ const STREAM_ASSIGN: u64 = 0x5041_434B; // "PACK"
 pub type Recipe = Vec<(u64, Vec<u32>)>;
 
 struct OpenPacks {
-    /// `tmp[r]`: packs with `r` free tokens that can still take sequences (a LIFO stack).
-    tmp: Vec<Vec<(u64, Vec<u32>)>>,
-    /// Free capacities whose stack is non-empty.
-    keys: BTreeSet<u32>,
+    /// `tmp[r]`: packs with `r` free tokens that can still take sequences (a LIFO stack);
+    /// only non-empty stacks are kept, so memory follows the open packs, not `max_len`.
+    tmp: BTreeMap<u32, Vec<(u64, Vec<u32>)>>,
     final_packs: Recipe,
     limit: usize,
 }
 
 impl OpenPacks {
-    fn new(max_len: u32, limit: usize) -> Self {
+    fn new(limit: usize) -> Self {
         OpenPacks {
-            tmp: vec![Vec::new(); max_len as usize + 1],
-            keys: BTreeSet::new(),
+            tmp: BTreeMap::new(),
             final_packs: Vec::new(),
             limit,
         }
+    }
+
+    /// The largest free capacity in `lo..=hi` with an open pack.
+    fn largest_in(&self, lo: u32, hi: u32) -> Option<u32> {
+        self.tmp.range(lo..=hi).next_back().map(|(&k, _)| k)
+    }
+
+    /// The smallest free capacity `>= lo` with an open pack.
+    fn smallest_from(&self, lo: u32) -> Option<u32> {
+        self.tmp.range(lo..).next().map(|(&k, _)| k)
     }
 
     fn add(&mut self, pack: Vec<u32>, count: u64, free: u32) {
@@ -42,27 +50,29 @@ impl OpenPacks {
         if pack.len() >= self.limit || free == 0 {
             self.final_packs.push((count, pack));
         } else {
-            self.tmp[free as usize].push((count, pack));
-            self.keys.insert(free);
+            self.tmp.entry(free).or_default().push((count, pack));
         }
     }
 
     fn pop(&mut self, key: u32) -> (u64, Vec<u32>) {
-        let stack = &mut self.tmp[key as usize];
-        let top = stack.pop().expect("key set mirrors non-empty stacks");
+        let stack = self
+            .tmp
+            .get_mut(&key)
+            .expect("only non-empty stacks are kept");
+        let top = stack.pop().expect("only non-empty stacks are kept");
         if stack.is_empty() {
-            self.keys.remove(&key);
+            self.tmp.remove(&key);
         }
         top
     }
 
     fn push_back(&mut self, key: u32, entry: (u64, Vec<u32>)) {
-        self.tmp[key as usize].push(entry);
-        self.keys.insert(key);
+        self.tmp.entry(key).or_default().push(entry);
     }
 
+    /// The closed packs, then the open ones by increasing free capacity.
     fn finish(mut self) -> Recipe {
-        for stack in self.tmp.drain(..) {
+        for (_, stack) in std::mem::take(&mut self.tmp) {
             self.final_packs.extend(stack);
         }
         self.final_packs
@@ -76,7 +86,7 @@ impl OpenPacks {
 /// (the "shortest pack"), a whole group of identical packs at a time; a pack closes when it is
 /// full or holds `limit` sequences.
 pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
-    let mut open = OpenPacks::new(max_len, limit);
+    let mut open = OpenPacks::new(limit);
     for l in (1..=max_len).rev() {
         poll(l as usize)?;
         let mut n = hist[(l - 1) as usize];
@@ -84,7 +94,7 @@ pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
         // in [l, upper], where `upper` only ever decreases while this length is placed.
         let mut upper = max_len;
         while n > 0 {
-            let found = open.keys.range(l..=upper).next_back().copied();
+            let found = open.largest_in(l, upper);
             match found {
                 Some(key) => {
                     upper = key;
@@ -116,14 +126,14 @@ pub fn spfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
 /// space that fits (best fit), and as many copies of the length as fit and as the count allows
 /// are placed at once.
 pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
-    let mut open = OpenPacks::new(max_len, limit);
+    let mut open = OpenPacks::new(limit);
     for l in (1..=max_len).rev() {
         poll(l as usize)?;
         let mut n = hist[(l - 1) as usize];
         let mut searching = true;
         while n > 0 {
             let found = if searching {
-                open.keys.range(l..).next().copied()
+                open.smallest_from(l)
             } else {
                 None
             };
@@ -131,10 +141,10 @@ pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
                 Some(key) => {
                     let offset = key - l;
                     let (np, pack) = open.pop(key);
-                    let mut repeat = ((1 + offset / l) as u64).min((limit - pack.len()) as u64);
-                    while n / repeat == 0 {
-                        repeat -= 1;
-                    }
+                    // Python lowers `repeat` one by one while `n // repeat == 0` (n >= 1).
+                    let repeat = ((1 + offset / l) as u64)
+                        .min((limit - pack.len()) as u64)
+                        .min(n);
                     let count = np.min(n / repeat);
                     if np > count {
                         open.push_back(key, (np - count, pack.clone()));
@@ -150,10 +160,7 @@ pub fn lpfhp(hist: &[u64], max_len: u32, limit: usize) -> Result<Recipe> {
                     // No open pack fits: new packs of `repeat` copies each (Python keeps
                     // its offset past the end here, so it never searches again for l).
                     searching = false;
-                    let mut repeat = ((max_len / l) as u64).min(limit as u64);
-                    while n / repeat == 0 {
-                        repeat -= 1;
-                    }
+                    let repeat = ((max_len / l) as u64).min(limit as u64).min(n);
                     open.add(
                         vec![l; repeat as usize],
                         n / repeat,
@@ -238,10 +245,12 @@ pub(super) fn assign_recipe(
     opts: &PlanOptions,
 ) -> Result<Plan> {
     let max_len = opts.max_len as usize;
-    // Items grouped by planned size (stable), then shuffled within each size from the seed.
-    let mut start_of = vec![0usize; max_len + 2];
+    // Items grouped by planned size (stable), then shuffled within each size from the seed;
+    // size s's group is grouped[start_of[s]..start_of[s + 1]] (u32: the segments fit u32
+    // slots).
+    let mut start_of = vec![0u32; max_len + 2];
     for (s, &h) in items.hist.iter().enumerate() {
-        start_of[s + 1] = h as usize;
+        start_of[s + 1] = h as u32;
     }
     for k in 1..start_of.len() {
         start_of[k] += start_of[k - 1];
@@ -250,23 +259,28 @@ pub(super) fn assign_recipe(
     {
         let mut cursor = start_of.clone();
         for (i, &s) in items.size.iter().enumerate() {
-            grouped[cursor[s as usize]] = i as u32;
+            poll(i)?;
+            grouped[cursor[s as usize] as usize] = i as u32;
             cursor[s as usize] += 1;
         }
     }
     let seed = opts.seed;
-    let mut groups: Vec<&mut [u32]> = Vec::with_capacity(max_len + 1);
+    // The groups of the sizes that occur.
+    let mut groups: Vec<(usize, &mut [u32])> = Vec::new();
     {
         let mut rest: &mut [u32] = &mut grouped;
         for s in 0..=max_len {
-            let (head, tail) = rest.split_at_mut(start_of[s + 1] - start_of[s]);
-            groups.push(head);
-            rest = tail;
+            let len = (start_of[s + 1] - start_of[s]) as usize;
+            if len > 0 {
+                let (head, tail) = rest.split_at_mut(len);
+                groups.push((s, head));
+                rest = tail;
+            }
         }
     }
-    let shuffle = |(s, g): (usize, &mut &mut [u32])| {
+    let shuffle = |(s, g): &mut (usize, &mut [u32])| {
         // Fisher-Yates with the counter-based generator keyed by (seed, stream, size).
-        let stream = rng::CounterStream::new(seed, STREAM_ASSIGN ^ ((s as u64) << 32));
+        let stream = rng::CounterStream::new(seed, STREAM_ASSIGN ^ ((*s as u64) << 32));
         for i in (1..g.len()).rev() {
             // Multiply-shift maps the 64-bit draw to 0..=i (bias below 2^-30 for any
             // realistic group; avoids a 64-bit division per swap).
@@ -276,9 +290,9 @@ pub(super) fn assign_recipe(
         }
     };
     if items.size.len() >= crate::PARALLEL_THRESHOLD {
-        groups.par_iter_mut().enumerate().for_each(shuffle);
+        groups.par_iter_mut().for_each(shuffle);
     } else {
-        groups.iter_mut().enumerate().for_each(shuffle);
+        groups.iter_mut().for_each(shuffle);
     }
     drop(groups);
     crate::interrupt::check()?;
@@ -298,7 +312,7 @@ pub(super) fn assign_recipe(
             for &s in pack {
                 let s = s as usize;
                 if next[s] < start_of[s + 1] {
-                    slots.push(grouped[next[s]] as i64);
+                    slots.push(grouped[next[s] as usize] as i64);
                     next[s] += 1;
                 }
             }

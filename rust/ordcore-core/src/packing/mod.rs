@@ -185,10 +185,9 @@ struct Items {
 const BYTES_PER_SEGMENT: u128 = 96;
 /// Peak bytes of a plan per source sequence: its copy of the lengths and the coverage counts.
 const BYTES_PER_SEQUENCE: u128 = 24;
-/// Peak bytes of the histogram algorithms per token of `max_len`: the histogram (8), the
-/// open-pack stacks (24) or the recipe assignment's cursors and groups (32), and the
-/// statistics' table (16 per distinct size).
-const BYTES_PER_LENGTH: u128 = 64;
+/// Peak bytes of the histogram algorithms per token of `max_len`: the histogram (8) and the
+/// recipe assignment's group bounds and cursors (12), with slack.
+const BYTES_PER_LENGTH: u128 = 32;
 /// Iterations of a sequential loop between two [`crate::interrupt::check`]s.
 const CHECK_EVERY: usize = 1 << 14;
 
