@@ -218,6 +218,8 @@ _INTERRUPT = """
 import os, signal, threading, time
 import numpy as np
 from ordcore.packing import materialize, pack
+# Python's own Ctrl-C handler, also where the test runner was started with SIGINT ignored.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 rng = np.random.default_rng(0)
 {setup}
 def call():

@@ -2,10 +2,10 @@
 //! `labels`, `cu_seqlens`) of selected packs of a [`Plan`].
 
 use super::{poll, round_up, Plan};
+use crate::{ensure, Error, Result};
 
 /// Output tokens written between two [`crate::interrupt::check`]s.
 const CHECK_TOKENS: usize = 1 << 18;
-use crate::{ensure, Error, Result};
 
 /// Output layout of [`materialize`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,20 +212,26 @@ pub fn materialize(
                 } else {
                     0
                 };
-            for (j, &t) in src.iter().enumerate() {
-                ensure!(
-                    opts.token_min <= t && t <= opts.token_max,
-                    "tokens",
-                    "token {t} (sequence {i}, position {}) does not fit the output dtype ({}..={})",
-                    s as usize + j,
-                    opts.token_min,
-                    opts.token_max
-                );
-                let o = cursor + j;
-                b.input_ids[o] = t;
-                b.labels[o] = if j == 0 { opts.label_ignore_index } else { t };
-                b.position_ids[o] = p0 + j as i64;
-                b.segment_ids[o] = seg;
+            for (c, part) in src.chunks(CHECK_TOKENS).enumerate() {
+                if c > 0 {
+                    crate::interrupt::check()?;
+                }
+                for (jj, &t) in part.iter().enumerate() {
+                    let j = c * CHECK_TOKENS + jj;
+                    ensure!(
+                        opts.token_min <= t && t <= opts.token_max,
+                        "tokens",
+                        "token {t} (sequence {i}, position {}) does not fit the output dtype ({}..={})",
+                        s as usize + j,
+                        opts.token_min,
+                        opts.token_max
+                    );
+                    let o = cursor + j;
+                    b.input_ids[o] = t;
+                    b.labels[o] = if j == 0 { opts.label_ignore_index } else { t };
+                    b.position_ids[o] = p0 + j as i64;
+                    b.segment_ids[o] = seg;
+                }
             }
             // Per-sequence padding continues the sequence's positions.
             for j in len..padded {

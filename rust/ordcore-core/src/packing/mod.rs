@@ -282,6 +282,8 @@ fn identity_items(
     want_size: bool,
     dense: bool,
 ) -> Result<Option<Items>> {
+    // Without sizes there is nothing but the histogram to produce.
+    debug_assert!(want_size || dense);
     let l = opts.max_len;
     let m = opts.pad_to_multiple_of;
     let nh = if dense { l as usize + 1 } else { 0 };
