@@ -316,7 +316,7 @@ def pack(
     lengths : array_like of int, shape (n,)
         Token count of each sequence.
     max_len : int
-        Pack capacity ``L`` in tokens (1 .. 2**30; ``bfd`` up to 2**22).
+        Pack capacity ``L`` in tokens (1 .. 2**30).
     algorithm : {"lpfhp", "spfhp", "nnlshp", "bfd", "ffd", "nf"}
         See the module docstring. ``nnlshp`` needs SciPy and builds a dense
         ``max_len x strategies`` matrix: it raises beyond ``NNLSHP_MAX_MATRIX_ENTRIES``
@@ -350,9 +350,16 @@ def pack(
     ordcore.InvalidArgumentError
         Negative lengths, ``max_len < 1``, ``max_seqs_per_pack < 1``, an unknown algorithm or
         policy, an overlong sequence under ``overlong="error"``, an empty one without
-        ``allow_empty``.
+        ``allow_empty``, more than ``2**32 - 2`` segments after the overlong policy.
+    MemoryError
+        The plan would need more memory than this process can use (estimated before
+        allocating: about 100 bytes per segment, and for ``lpfhp``/``spfhp``/``nnlshp`` 64
+        bytes per token of ``max_len``; ``bfd``/``ffd``/``nf`` need no table over ``max_len``
+        beyond what the number of sequences justifies).
     ordcore.MissingDependencyError
         ``nnlshp`` without SciPy.
+    KeyboardInterrupt
+        Ctrl-C stops the planning within a fraction of a second; nothing is returned.
     """
     algorithm = _check_choice("algorithm", algorithm, ALGORITHMS)
     overlong = _check_choice("overlong", overlong, OVERLONG_POLICIES)
@@ -427,11 +434,17 @@ def _nnlshp(
     with the depth-2 strategy ``[l, max_len - l]`` (``[l]`` at depth 1)."""
     if pad_to_multiple_of != 1:
         raise InvalidArgumentError("pad_to_multiple_of: nnlshp supports only 1; use lpfhp")
-    count = int(_core.packing_count_strategies(max_len, depth))
+    # With two or more parts per pack there are at least max_len // 2 + 1 strategies: refuse
+    # a problem too large before counting (which takes max_len x depth steps).
+    least = 1 if depth == 1 else max_len // 2 + 1
+    count = least if least * max_len > NNLSHP_MAX_MATRIX_ENTRIES else int(
+        _core.packing_count_strategies(max_len, min(depth, max_len))
+    )
     if count * max_len > NNLSHP_MAX_MATRIX_ENTRIES:
         raise InvalidArgumentError(
             f"max_seqs_per_pack: nnlshp with max_len={max_len} and max_seqs_per_pack={depth} "
-            f"enumerates {count:,} strategies, a {max_len} x {count:,} dense NNLS problem "
+            f"enumerates {'at least ' if count == least else ''}{count:,} strategies, a "
+            f"{max_len} x {count:,} dense NNLS problem "
             f"(limit {NNLSHP_MAX_MATRIX_ENTRIES:,} entries); use algorithm='lpfhp'"
         )
     try:
@@ -609,9 +622,14 @@ def materialize(
     ------
     ordcore.InvalidArgumentError
         Tokens whose lengths disagree with the plan, ids outside ``dtype``, an unknown layout,
-        ``pad_to_multiple_of < 1``, a padded pack longer than ``max_len``, rows out of range.
+        ``pad_to_multiple_of < 1``, a padded pack longer than ``max_len``, rows out of range,
+        more padded tokens than int32 ``cu_seqlens`` can index, positions past int64.
     ordcore.DTypeError
         Non-integer tokens or a non-integer ``dtype``.
+    MemoryError
+        The batch (28 bytes per output token) would not fit in this process's memory.
+    KeyboardInterrupt
+        Ctrl-C stops it within a fraction of a second; nothing is returned.
     """
     if not isinstance(plan, Plan):
         raise DTypeError(f"plan: expected an ordcore.packing.Plan, got {type(plan).__name__}")
