@@ -27,6 +27,7 @@ graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to `
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import warnings
@@ -136,6 +137,21 @@ def _positive_int(value: Any, arg: str) -> int:
         raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
     if value > 2**63 - 1:
         raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
+    return int(value)
+
+
+#: Largest ``dim``, ``R`` and ``L_build`` an index accepts (what the file format stores:
+#: ``L_build`` is a 32-bit field).
+_MAX_DIM = 2**20
+_MAX_R = 4096
+_MAX_L_BUILD = 2**32 - 1
+
+
+def _int_in_range(value: Any, arg: str, lo: int, hi: int, hi_text: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise InvalidArgumentError(f"{arg}: must be in [{lo}, {hi_text}], got {value}")
     return int(value)
 
 
@@ -397,6 +413,24 @@ def bq_fitness(
     )
 
 
+_ERRNO = {
+    FileNotFoundError: errno.ENOENT,
+    PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR,
+    NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` as the same ``OSError`` subclass with ``errno``, ``strerror`` and ``filename``
+    set (``str()`` reads ``[Errno 2] No such file or directory: 'path'``)."""
+    code = exc.errno if exc.errno is not None else _ERRNO.get(type(exc))
+    if code is None:
+        return type(exc)(f"{exc}: {os.fspath(path)!r}")
+    return type(exc)(code, os.strerror(code), os.fspath(path))
+
+
 class MemoryUsage(TypedDict):
     """Bytes held by an index (see :meth:`BQGraphIndex.memory_usage`)."""
 
@@ -412,15 +446,17 @@ class BQGraphIndex:
     Parameters
     ----------
     dim : int
-        Vector dimension ``D``.
+        Vector dimension ``D``, in ``[1, 2**20]``.
     metric : {"cosine", "ip", "l2"}
         Distance convention (see the module docs); cosine normalizes on add and search.
     bits : {1, 2}
         2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance.
     R : int
-        Maximum out-degree (>= 2).
+        Maximum out-degree, in ``[2, 4096]``.
     L_build : int
-        Beam width of the construction searches (raised to at least ``R``); the first of the
+        Beam width of the construction searches, in ``[1, 2**32 - 1]`` (the file stores it in
+        32 bits; beams never grow past the number of vectors), raised to at least ``R``; the
+        first of the
         two passes, which only seeds the second, searches with ``max(L_build // 2, R)``.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
@@ -472,12 +508,12 @@ class BQGraphIndex:
         seed: int = 0,
     ) -> None:
         _check_metric(metric)
-        dim = _positive_int(dim, "dim")
+        # Every range is what the file format holds (saved parameters reload unchanged).
+        dim = _int_in_range(dim, "dim", 1, _MAX_DIM, "2**20")
         if bits not in (1, 2):
             raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
-            raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
-        L_build = _positive_int(L_build, "L_build")
+        R = _int_in_range(R, "R", 2, _MAX_R, "4096")
+        L_build = _int_in_range(L_build, "L_build", 1, _MAX_L_BUILD, "2**32 - 1")
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
@@ -670,8 +706,15 @@ class BQGraphIndex:
     def remove(self, ids: npt.ArrayLike) -> None:
         """Marks ``ids`` as removed; searches never return them afterwards.
 
-        The nodes stay in the graph for navigation until :meth:`compact`. Raises
-        :class:`InvalidArgumentError` (and removes nothing) when an id is unknown or repeated.
+        The nodes stay in the graph for navigation until :meth:`compact`.
+
+        Raises
+        ------
+        UnknownIdError
+            An id is not in the index (a :class:`KeyError` and an
+            :class:`InvalidArgumentError`); nothing is removed.
+        InvalidArgumentError
+            An id is repeated or negative; nothing is removed.
         """
         self._inner.remove(_as_ids(ids, None))
 
@@ -747,7 +790,7 @@ class BQGraphIndex:
         try:
             self._inner.save(Path(path))
         except OSError as exc:
-            raise type(exc)(f"cannot write index to {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BQGraphIndex:
@@ -755,11 +798,18 @@ class BQGraphIndex:
 
         With ``mmap=True`` the float vectors stay memory-mapped from the file (they are only
         read to rerank), so resident memory is about codes plus graph; the checksum is still
-        verified once. Raises :class:`ordcore.IndexFormatError` naming the reason for a
-        truncated, corrupted, foreign or newer-version file, ``OSError`` if unreadable.
+        verified once.
+
+        Raises
+        ------
+        IndexFormatError
+            A truncated, corrupted, foreign or newer-version file, or one whose contents
+            ``add`` would refuse (non-finite values, out-of-range edges, ...), naming the reason.
+        FileNotFoundError, IsADirectoryError, PermissionError, OSError
+            As the operating system reports it; ``filename`` is ``path``.
         """
         try:
             inner = _core.BQGraphIndex.load(Path(path), bool(mmap))
         except OSError as exc:
-            raise type(exc)(f"cannot read index {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
         return cls._wrap(inner)

@@ -63,12 +63,22 @@ impl BQGraphIndex {
                 ids.to_vec()
             }
             None => {
-                let start = self.ids.iter().copied().max().map_or(0, |m| m + 1);
+                // Consecutive ids after the largest stored one; the last must fit in int64
+                // (checked before anything is computed from them).
+                let max = self.ids.iter().copied().max();
+                let start = match max {
+                    None => Some(0),
+                    Some(m) => m.checked_add(1),
+                };
+                let fits = n == 0 || start.and_then(|s| s.checked_add(n as i64 - 1)).is_some();
                 ensure!(
-                    start.checked_add(n as i64).is_some(),
+                    fits,
                     "ids",
-                    "automatic ids would overflow int64"
+                    "automatic ids after the largest stored id {} would pass 2**63 - 1 for {n} \
+                     rows; pass ids explicitly",
+                    max.unwrap_or(0)
                 );
+                let start = start.unwrap_or(0);
                 (0..n as i64).map(|i| start + i).collect()
             }
         };
@@ -361,7 +371,7 @@ impl BQGraphIndex {
             let entry = self.entry;
             let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
                 let work = |&p: &u32| {
-                    let mut cands = Vec::with_capacity(2 * l);
+                    let mut cands = Vec::with_capacity(2 * l.min(g.n()));
                     let pc = g.code(p);
                     beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
                     for &nb in g.neighbors(p) {

@@ -218,9 +218,17 @@ macro_rules! read_le {
 
 /// Reads an index file; with `mmap`, the float vectors stay mapped from the file.
 pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
-    let file = File::open(path)?;
-    if file.metadata()?.is_dir() {
-        return Err(Error::Io(std::io::Error::new(
+    // Operating-system errors keep their kind (the binding picks FileNotFoundError,
+    // PermissionError, IsADirectoryError from it) and name the path.
+    let io = |e: std::io::Error| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        ))
+    };
+    let file = File::open(path).map_err(io)?;
+    if file.metadata().map_err(io)?.is_dir() {
+        return Err(io(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             "is a directory, not an index file",
         )));
@@ -228,7 +236,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     // SAFETY: the mapping is read-only; ordcore's own saves never modify a file in place
     // (they rename a new file over it). A file truncated by another process while mapped
     // is outside what memory maps can defend against (documented).
-    let map = unsafe { memmap2::Mmap::map(&file)? };
+    let map = unsafe { memmap2::Mmap::map(&file).map_err(io)? };
     let b: &[u8] = &map;
     let name = path.display();
     if b.len() < 8 || &b[0..8] != MAGIC {

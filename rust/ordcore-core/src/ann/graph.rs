@@ -197,7 +197,8 @@ fn beam_search_impl<D: CodeDist>(
     let l = l.max(1);
     vis.reset(g.n());
     // (key, expanded?) sorted by key.
-    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l + 1);
+    // The beam never holds more entries than the graph has nodes (`l` may be huge).
+    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l.min(g.n()) + 1);
     let mut fresh: Vec<u32> = Vec::with_capacity(64);
     vis.insert(entry);
     pool.push((key(g.d(q, entry), entry), false));
