@@ -65,8 +65,9 @@ pub fn slack_degree(r: usize) -> usize {
     (r * 13).div_ceil(10)
 }
 
-/// Progress callback: `(done, total)` insertions.
-pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+/// Progress callback: `(done, total)` insertions. An `Err` stops the `add`, which then
+/// leaves the index as it was and returns that error.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) -> Result<()> + Sync);
 
 /// The binary-quantized Vamana index.
 pub struct BQGraphIndex {
