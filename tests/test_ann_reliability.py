@@ -243,3 +243,73 @@ def test_heavy_removal_still_returns_k_results(rerank: bool) -> None:
     ids_all, _ = idx.search(q[:3], k=300, rerank=rerank)
     for row in ids_all:
         assert sorted(row[:250].tolist()) == live.tolist() and (row[250:] == -1).all()
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------
+
+_INTERRUPT_CHILD = r"""
+import json, os, signal, tempfile, threading, time
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((40000, 32)).astype(np.float32)
+Q = rng.standard_normal((200000, 32)).astype(np.float32)
+tmp = tempfile.mkdtemp()
+
+def saved(idx):
+    p = os.path.join(tmp, "s.ordann")
+    idx.save(p)
+    with open(p, "rb") as f:
+        return f.read()
+
+def interrupted(call, delay=0.5):
+    timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        try:
+            call()
+        finally:
+            timer.cancel()
+    except KeyboardInterrupt:
+        return {"interrupted": True, "after_signal": time.perf_counter() - t0 - delay}
+    return {"interrupted": False, "after_signal": time.perf_counter() - t0 - delay}
+
+out = {}
+fresh = ann.BQGraphIndex(32, metric="l2", R=32, L_build=64)
+out["add"] = interrupted(lambda: fresh.add(X))
+out["add"]["unchanged"] = len(fresh) == 0 and fresh._inner.n_nodes() == 0
+fresh2 = ann.BQGraphIndex(32, metric="l2", R=32, L_build=64, rotation="hadamard")
+out["add_progress"] = interrupted(lambda: fresh2.add(X, progress=True))
+out["add_progress"]["unchanged"] = len(fresh2) == 0 and fresh2._inner.n_nodes() == 0
+
+base = ann.BQGraphIndex(32, metric="l2", R=32, L_build=64)
+base.add(X[:20000])
+before = saved(base)
+res = base.search(Q[:50], 10)
+out["add_more"] = interrupted(lambda: base.add(X[20000:]))
+out["add_more"]["unchanged"] = (
+    saved(base) == before and len(base) == 20000
+    and all((a == b).all() for a, b in zip(base.search(Q[:50], 10), res))
+)
+base.add(X[20000:])  # still usable: an add after the interrupted one works
+base.remove(np.arange(0, 40000, 2))
+before = saved(base)
+out["compact"] = interrupted(lambda: base.compact(), delay=0.3)
+out["compact"]["unchanged"] = saved(base) == before and len(base) == 20000
+out["search"] = interrupted(lambda: base.search(Q, 10, ef_search=256))
+out["exact_search"] = interrupted(lambda: ann.exact_search(X, Q[:40000], 10, "l2"))
+out["later_call_works"] = len(base.search(Q[:5], 3)[0]) == 5
+print(json.dumps(out))
+"""
+
+
+def test_ctrl_c_stops_long_calls_within_a_second_and_leaves_the_index_unchanged() -> None:
+    pytest.importorskip("tqdm")
+    import json
+
+    out = json.loads(_run_py(_INTERRUPT_CHILD, timeout=600).strip().splitlines()[-1])
+    assert out.pop("later_call_works")
+    for name, r in out.items():
+        assert r["interrupted"], f"{name}: finished instead of raising KeyboardInterrupt ({r})"
+        assert r["after_signal"] < 1.5, f"{name}: took {r['after_signal']:.2f} s after SIGINT"
+        assert r.get("unchanged", True), f"{name}: the index changed"

@@ -19,6 +19,17 @@ Conventions (hnswlib / faiss)
 * Input arrays are 2-D; float16/float32/float64 and small integer dtypes (exactly
   representable in float32) are accepted and converted to float32; inputs are never modified.
 
+Ctrl-C: ``add``, ``compact``, ``search``, :func:`exact_search` and :func:`encode` check for an
+interrupt while they run (with the GIL released) and raise ``KeyboardInterrupt`` within a
+fraction of a second; an index is left exactly as it was before the interrupted call (``add``
+and ``compact`` stage their work and publish it only at the end). No function here writes into
+a caller-provided buffer, so nothing is left half-written.
+
+Memory: ``add``, ``search``, :func:`exact_search` and :func:`encode` estimate the memory they
+need from their arguments before allocating and raise ``MemoryError`` naming the argument when
+it exceeds what the process can use (physical memory, or the address space left under
+``RLIMIT_AS``), instead of being killed.
+
 CPU kernels: the code distance uses AVX-512 vector popcounts (VPOPCNTDQ) when the CPU has them
 and scalar ``popcnt`` otherwise (:func:`cpu_kernel` names it). All kernels produce identical
 graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to ``popcnt`` or
