@@ -313,3 +313,83 @@ def test_ctrl_c_stops_long_calls_within_a_second_and_leaves_the_index_unchanged(
         assert r["interrupted"], f"{name}: finished instead of raising KeyboardInterrupt ({r})"
         assert r["after_signal"] < 1.5, f"{name}: took {r['after_signal']:.2f} s after SIGINT"
         assert r.get("unchanged", True), f"{name}: the index changed"
+
+
+# --- allocation: refused with an exception, never an abort ------------------------------
+
+_GIB = 2**30
+
+
+def _craft_header(path: Path, patch: dict[int, bytes]) -> None:
+    """Overwrites header bytes of an index file at the given offsets and recomputes the
+    header checksum (bytes 84..88, CRC-32 of bytes 0..84)."""
+    b = bytearray(path.read_bytes())
+    for off, val in patch.items():
+        b[off : off + len(val)] = val
+    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
+    path.write_bytes(bytes(b))
+
+
+def test_a_file_with_the_largest_l_build_loads_and_adds_under_an_address_space_limit(
+    tmp_path: Path,
+) -> None:
+    p = tmp_path / "x.ordann"
+    idx = ann.BQGraphIndex(8, metric="l2", R=8, L_build=16)
+    idx.add(_gauss(50, 8, 21))
+    idx.save(p)
+    _craft_header(p, {32: struct.pack("<I", 2**32 - 1)})
+    out = _run_py(
+        f"""
+idx = ann.BQGraphIndex.load({str(p)!r})
+assert idx.L_build == 2**32 - 1
+idx.add(np.random.default_rng(3).standard_normal((30, 8)).astype(np.float32))
+ids, d = idx.search(np.random.default_rng(4).standard_normal((5, 8)).astype(np.float32), 3)
+print(len(idx), int((ids >= 0).sum()))
+""",
+        as_limit=4 * _GIB,
+    )
+    assert out.split() == ["80", "15"]
+
+
+@pytest.mark.parametrize(
+    ("code", "arg"),
+    [
+        (
+            "ann.BQGraphIndex(8, metric='l2', R=4096).add("
+            "np.zeros((300000, 8), np.float32) + np.arange(8, dtype=np.float32))",
+            "X",
+        ),
+        (
+            "i = ann.BQGraphIndex(8); i.add(np.ones((10, 8), np.float32));"
+            " i.search(np.ones((4, 8), np.float32), k=2**36)",
+            "k",
+        ),
+        ("ann.exact_search(np.ones((10, 8), np.float32), np.ones((2, 8), np.float32), 2**36)", "k"),
+    ],
+)
+def test_calls_that_cannot_fit_raise_memory_error_under_rlimit_as(code: str, arg: str) -> None:
+    out = _run_py(
+        f"""
+try:
+    {code}
+    print("no error")
+except (MemoryError, ordcore.InvalidArgumentError) as e:
+    print(type(e).__name__, str(e).split(":")[0])
+""",
+        as_limit=4 * _GIB,
+    )
+    assert out.split()[1:] == [arg], out
+    assert out.split()[0] in ("MemoryError", "InvalidArgumentError")
+
+
+def test_l_build_two_to_the_32_is_refused_before_any_allocation() -> None:
+    out = _run_py(
+        """
+try:
+    ann.BQGraphIndex(8, L_build=2**32).add(np.ones((10, 8), np.float32))
+except ordcore.InvalidArgumentError as e:
+    print(str(e).split(":")[0])
+""",
+        as_limit=4 * _GIB,
+    )
+    assert out.strip() == "L_build"
