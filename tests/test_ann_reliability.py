@@ -393,3 +393,44 @@ except ordcore.InvalidArgumentError as e:
         as_limit=4 * _GIB,
     )
     assert out.strip() == "L_build"
+
+
+# --- fork while another thread uses the index -------------------------------------------
+
+_FORK_CHILD = r"""
+import os, threading, time, warnings
+warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads running
+
+X = np.random.default_rng(0).standard_normal((40000, 32)).astype(np.float32)
+idx = ann.BQGraphIndex(32, metric="l2", R=32, L_build=64)
+builder = threading.Thread(target=idx.add, args=(X,))
+builder.start()
+time.sleep(0.5)
+pid = os.fork()
+if pid == 0:
+    import signal
+    signal.alarm(20)  # a hang ends the child (SIGALRM) instead of outliving the test
+    try:
+        len(idx)
+        os._exit(3)
+    except RuntimeError as e:
+        os._exit(0 if "forked while another thread was using this index" in str(e) else 4)
+    except BaseException:
+        os._exit(5)
+_, status = os.waitpid(pid, 0)
+builder.join()
+# A fresh index in a child of an idle parent works normally.
+small = ann.BQGraphIndex(8)
+small.add(np.random.default_rng(1).standard_normal((50, 8)).astype(np.float32))
+pid2 = os.fork()
+if pid2 == 0:
+    os._exit(0 if len(small) == 50 and len(small.search(np.ones((1, 8), np.float32), 3)[0]) == 1 else 6)
+_, status2 = os.waitpid(pid2, 0)
+print(os.waitstatus_to_exitcode(status), os.waitstatus_to_exitcode(status2), len(idx))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is not available")
+def test_a_child_forked_during_a_build_fails_fast_instead_of_hanging() -> None:
+    out = _run_py(_FORK_CHILD, timeout=90)
+    assert out.split() == ["0", "0", "40000"], out
