@@ -330,6 +330,54 @@ def _craft_header(path: Path, patch: dict[int, bytes]) -> None:
     path.write_bytes(bytes(b))
 
 
+def _with_checksums(b: bytearray) -> bytes:
+    """``b`` (an index file) with both CRC-32s recomputed: payload (bytes 80..84) and header
+    (bytes 84..88, over bytes 0..84)."""
+    b[80:84] = struct.pack("<I", zlib.crc32(bytes(b[128:])))
+    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
+    return bytes(b)
+
+
+@pytest.mark.parametrize("mmap", [False, True])
+@pytest.mark.parametrize(
+    ("metric", "value", "reason"),
+    [
+        ("l2", float("nan"), "non-finite"),
+        ("l2", float("inf"), "non-finite"),
+        ("ip", 3e38, "squared norm"),
+        ("cosine", float("nan"), "non-finite"),
+    ],
+)
+def test_load_refuses_stored_vectors_that_add_would_refuse(
+    tmp_path: Path, mmap: bool, metric: str, value: float, reason: str
+) -> None:
+    # 64 rows x 8 dims: the vectors (2048 bytes, a multiple of 64) end the file.
+    x = _gauss(64, 8, 31)
+    idx = ann.BQGraphIndex(8, metric=metric)  # type: ignore[arg-type]
+    idx.add(x)
+    p = tmp_path / "x.ordann"
+    idx.save(p)
+    b = bytearray(p.read_bytes())
+    off = len(b) - 64 * 8 * 4 + (5 * 8 + 3) * 4
+    b[off : off + 4] = struct.pack("<f", value)
+    p.write_bytes(_with_checksums(b))
+    with pytest.raises(IndexFormatError, match=f"x.ordann: invalid stored vector: row 5 .*{reason}"):
+        ann.BQGraphIndex.load(p, mmap=mmap)
+
+
+def test_load_refuses_a_zero_vector_under_cosine(tmp_path: Path) -> None:
+    idx = ann.BQGraphIndex(8, metric="cosine")
+    idx.add(_gauss(64, 8, 32))
+    p = tmp_path / "x.ordann"
+    idx.save(p)
+    b = bytearray(p.read_bytes())
+    off = len(b) - 64 * 8 * 4 + 7 * 8 * 4
+    b[off : off + 32] = bytes(32)
+    p.write_bytes(_with_checksums(b))
+    with pytest.raises(IndexFormatError, match="row 7 is a zero vector"):
+        ann.BQGraphIndex.load(p, mmap=True)
+
+
 def test_a_file_with_the_largest_l_build_loads_and_adds_under_an_address_space_limit(
     tmp_path: Path,
 ) -> None:
