@@ -392,23 +392,37 @@ fn ann_exact_search<'py>(
     ))
 }
 
+/// `(rotations, queries)`: per rotation choice and sampled query row, the expected
+/// code-space recall@k against the whole of `x` (see `ordcore_core::ann::fitness_recall`).
 #[pyfunction]
-#[pyo3(signature = (x, metric, bits, k, rotation_seed, num_threads))]
-fn ann_fitness_recall(
-    py: Python<'_>,
+#[pyo3(signature = (x, metric, bits, k, rotation_seeds, queries, num_threads))]
+#[allow(clippy::too_many_arguments)]
+fn ann_fitness_recall<'py>(
+    py: Python<'py>,
     x: PyReadonlyArray2<'_, f32>,
     metric: &str,
     bits: usize,
     k: usize,
-    rotation_seed: Option<u64>,
+    rotation_seeds: Vec<Option<u64>>,
+    queries: PyReadonlyArray1<'_, u64>,
     num_threads: Option<usize>,
-) -> PyResult<f64> {
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let m = self::metric(metric)?;
     let dim = x.shape()[1];
     let xs = slice2(&x, "X")?;
-    run(py, num_threads, move || {
-        ann::fitness_recall(xs, dim, m, bits, k, rotation_seed)
-    })
+    let qs: Vec<usize> = queries
+        .as_slice()
+        .map_err(|_| invalid("queries", "must be contiguous"))?
+        .iter()
+        .map(|&q| usize::try_from(q).unwrap_or(usize::MAX))
+        .collect();
+    let nq = qs.len();
+    let ns = rotation_seeds.len();
+    let out = run(py, num_threads, move || {
+        ann::fitness_recall(xs, dim, m, bits, k, &rotation_seeds, &qs)
+    })?;
+    let flat: Vec<f64> = out.into_iter().flatten().collect();
+    flat.into_pyarray(py).reshape([ns, nq])
 }
 
 /// The code-distance kernel in use (runtime feature detection, capped by

@@ -12,7 +12,7 @@ pub type SearchResult = (Vec<i64>, Vec<f32>);
 
 /// The `k` nearest of `rows` (`(node, row)` pairs) to `qr` by exact distance, sorted by
 /// `(distance, node)`.
-fn exact_top_k<'a>(
+pub(super) fn exact_top_k<'a>(
     metric: Metric,
     qr: &[f32],
     rows: impl Iterator<Item = (u32, &'a [f32])>,
