@@ -90,10 +90,7 @@ pub fn code_space_recall(
         ));
     }
     // The exact distance list and two score lists per thread.
-    crate::memory::ensure_array::<f32>(
-        "X",
-        4 * n as u128 * rayon::current_num_threads() as u128,
-    )?;
+    crate::memory::ensure_array::<f32>("X", 4 * n as u128 * rayon::current_num_threads() as u128)?;
     let per_query: Vec<Vec<f64>> = queries
         .par_iter()
         .map(|&i| -> Result<Vec<f64>> {
