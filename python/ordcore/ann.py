@@ -700,16 +700,25 @@ class BQGraphIndex:
         ------
         InvalidArgumentError
             Dimension mismatch, NaN/inf (naming the row), zero rows under cosine,
-            duplicate ids. The index is unchanged after any error.
+            duplicate ids, automatic ids that would pass ``2**63 - 1``. The index is
+            unchanged after any error.
+        MemoryError
+            The grown index would not fit in the memory this process can use (estimated
+            before anything is allocated; names ``X``).
+        KeyboardInterrupt
+            Ctrl-C during the build (within a fraction of a second, also with
+            ``progress=True``); the index is left as it was before the call.
         DTypeError
             Non-numeric dtypes or integers that float32 cannot hold exactly.
 
         Warns
         -----
         BQFitnessWarning
-            On the first build of at least 1000 rows, when the code-space recall@10 of a
-            sample (see :func:`bq_fitness`) is below :data:`FITNESS_THRESHOLD` for this
-            index's settings; the message says whether ``rotation="hadamard"`` would help.
+            On the first build of at least 1000 rows, when the code-space recall@10 that
+            :func:`bq_fitness` estimates for all of ``X`` (50 to 200 sampled queries, as a
+            budget of distance computations allows) is below :data:`FITNESS_THRESHOLD` for
+            this index's settings; the message says whether ``rotation="hadamard"`` would
+            help.
         """
         num_threads = num_threads_arg(num_threads)
         a = _as_matrix(X, "X", self.dim)
@@ -792,7 +801,11 @@ class BQGraphIndex:
     def compact(self, *, num_threads: int | None = None) -> None:
         """Repairs the graph around removed nodes and drops them (FreshDiskANN-style
         consolidation: each live node that pointed at a removed one is re-pruned over its
-        live neighbours and the removed node's neighbours)."""
+        live neighbours and the removed node's neighbours).
+
+        The repaired index is built aside and replaces this one at the end, so a Ctrl-C
+        (``KeyboardInterrupt``) leaves it as it was.
+        """
         self._inner.compact(num_threads_arg(num_threads))
 
     # -- search ---------------------------------------------------------------------
@@ -813,6 +826,17 @@ class BQGraphIndex:
         clamped to ``[k, ef_search]``) are reranked by exact float32 distance. With
         ``rerank=False`` the ``k`` best by code distance are returned in code order, with
         their exact distances.
+
+        Guarantees: every query gets ``min(k, len(index))`` results. With ``rerank`` and
+        ``max(ef_search, k) >= len(index)`` the search is an exact scan of the live vectors.
+        For ``k <= ef_search`` the beam does not depend on ``k``, so the first results do
+        not change with ``k``. Beam entries that share one code are capped at
+        ``max(2, ef // 8)``; the entries the cap turns away remain candidates behind the
+        beam's own. Removed vectors widen the beam by their share; a query for which the graph
+        still yields fewer than ``min(rerank_k, len(index))`` live candidates
+        (``min(k, len(index))`` without rerank) is answered by a scan of the live vectors
+        (exact distances with ``rerank``, code distances without), which is slower: call
+        :meth:`compact` after removing much of an index.
 
         Returns
         -------

@@ -13,7 +13,7 @@ mod dispatch;
 mod build;
 pub mod codes;
 mod encode;
-mod fitness;
+pub mod fitness;
 pub mod format;
 pub mod graph;
 mod huge;
