@@ -13,6 +13,17 @@ use super::metric::{prepare_rows, validate_rows};
 use super::rotation::Rotation;
 use crate::{ensure, Error, Result};
 
+/// The lists of `adj` (row stride `from`, degrees `deg`) in a new array of `rows` rows of
+/// stride `to` (rows past `deg` empty).
+fn restrided(adj: &[u32], deg: &[u32], from: usize, to: usize, rows: usize) -> Vec<u32> {
+    let mut out = huge::filled(rows * to, 0u32);
+    for (i, &d) in deg.iter().enumerate() {
+        let d = (d as usize).min(to);
+        out[i * to..i * to + d].copy_from_slice(&adj[i * from..i * from + d]);
+    }
+    out
+}
+
 /// What a failed (interrupted) `add` needs to restore the index.
 struct Saved {
     adj: Vec<u32>,
@@ -130,13 +141,7 @@ impl BQGraphIndex {
         huge::extend(self.vectors.make_owned(), &rows);
         huge::extend(&mut self.codes, &codes);
         let slack = slack_degree(self.params.r);
-        let mut adj = huge::filled((old + n) * slack, 0u32);
-        for i in 0..old {
-            let d = (self.deg[i] as usize).min(slack);
-            adj[i * slack..i * slack + d]
-                .copy_from_slice(&saved.adj[i * saved.stride..i * saved.stride + d]);
-        }
-        self.adj = adj;
+        self.adj = restrided(&saved.adj, &self.deg, saved.stride, slack, old + n);
         self.stride = slack;
         self.deg.resize(old + n, 0);
         for (k, &id) in new_ids.iter().enumerate() {
@@ -268,7 +273,7 @@ impl BQGraphIndex {
                 }
                 crate::interrupt::check()?;
                 let pool = with_graph_fast!(self, g => {
-                    beam_search(&g, g.code(u), self.entry, l, graph::dup_cap(l), None)
+                    beam_search(&g, g.code(u), self.entry, l, graph::dup_cap(l), None, None)
                 });
                 let reach: Vec<u32> = pool
                     .iter()
@@ -319,14 +324,7 @@ impl BQGraphIndex {
         if stride == self.stride {
             return;
         }
-        let n = self.deg.len();
-        let mut adj = huge::filled(n * stride, 0u32);
-        for i in 0..n {
-            let d = (self.deg[i] as usize).min(stride);
-            adj[i * stride..i * stride + d]
-                .copy_from_slice(&self.adj[i * self.stride..i * self.stride + d]);
-        }
-        self.adj = adj;
+        self.adj = restrided(&self.adj, &self.deg, self.stride, stride, self.deg.len());
         self.stride = stride;
     }
 
@@ -458,7 +456,7 @@ impl BQGraphIndex {
                     crate::interrupt::check()?;
                     let mut cands = Vec::with_capacity(2 * l.min(g.n()));
                     let pc = g.code(p);
-                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
+                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands), None);
                     for &nb in g.neighbors(p) {
                         cands.push((g.d(pc, nb), nb));
                     }

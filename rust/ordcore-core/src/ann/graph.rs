@@ -310,31 +310,10 @@ kernel_copies!(
 );
 
 /// Beam search (dispatches to a copy compiled for the [`super::codes::Kernel`] in use).
+/// With `spill`, every visited node the duplicate cap kept out of the beam is appended to it
+/// as `(distance, id)` (searches use them when the beam holds too few).
+#[allow(clippy::too_many_arguments)]
 pub fn beam_search<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    q: &[u64],
-    entry: u32,
-    l: usize,
-    dup_cap: usize,
-    expanded: Option<&mut Vec<(u32, u32)>>,
-) -> Vec<(u32, u32)> {
-    beam_search_with(g, q, entry, l, dup_cap, expanded, None)
-}
-
-/// [`beam_search`] that also appends to `spill`, as `(distance, id)`, every visited node the
-/// duplicate cap kept out of the beam (searches use them when the beam holds too few).
-pub fn beam_search_spill<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    q: &[u64],
-    entry: u32,
-    l: usize,
-    dup_cap: usize,
-    spill: &mut Vec<(u32, u32)>,
-) -> Vec<(u32, u32)> {
-    beam_search_with(g, q, entry, l, dup_cap, None, Some(spill))
-}
-
-fn beam_search_with<D: CodeDist>(
     g: &GraphRef<'_, D>,
     q: &[u64],
     entry: u32,

@@ -178,7 +178,7 @@ impl BQGraphIndex {
             let qc = self.encode_query(qr)?;
             let mut spill = Vec::new();
             let (cands, scanned) = with_graph_fast!(self, g => {
-                let pool = graph::beam_search_spill(&g, &qc, self.entry, beam, cap, &mut spill);
+                let pool = graph::beam_search(&g, &qc, self.entry, beam, cap, None, Some(&mut spill));
                 let live_in = |&(_, i): &(u32, u32)| !self.deleted[i as usize];
                 let mut cands: Vec<(u32, u32)> = pool.iter().copied().filter(live_in).take(target).collect();
                 if cands.len() < target {
