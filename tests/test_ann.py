@@ -526,8 +526,11 @@ def test_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_fitness_warning_and_report() -> None:
-    # Non-negative data (every sign bit set) is unfit without rotation.
-    x = np.abs(_gauss(1500, 64, 17)) + 0.1
+    # Non-negative clustered data (every sign bit set) is unfit without rotation and fit with
+    # it (code-space recall@10 at its full size: 0.14 and 0.53).
+    rng = np.random.default_rng(17)
+    centers = 2 * rng.standard_normal((30, 64)).astype(np.float32)
+    x = np.abs(centers[rng.integers(0, 30, 1500)] + _gauss(1500, 64, 17)) + 0.1
     idx = ann.BQGraphIndex(64, metric="l2")
     with pytest.warns(ordcore.BQFitnessWarning, match="hadamard"):
         idx.add(x)
@@ -537,7 +540,7 @@ def test_fitness_warning_and_report() -> None:
     rot = ann.BQGraphIndex(64, metric="l2", rotation="hadamard")
     rot.add(x)  # fit once rotated: no warning (pytest turns warnings into errors)
     with pytest.raises(ValueError, match="k"):
-        ann.bq_fitness(x[:5], k=10)
+        ann.bq_fitness(x[:5], k=10, metric="l2")
 
 
 def test_k_at_least_live_returns_every_live_vector_after_removals() -> None:
@@ -607,9 +610,9 @@ def test_failed_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     idx = _index(_gauss(50, 8, 23))
     d = tmp_path / "adir"
     d.mkdir()
-    with pytest.raises(OSError, match="adir.*is a directory"):
+    with pytest.raises(OSError, match="(?i)is a directory.*adir"):
         idx.save(d)
-    with pytest.raises(OSError, match="adir.*is a directory"):
+    with pytest.raises(OSError, match="(?i)is a directory.*adir"):
         ann.BQGraphIndex.load(d)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir"]
     assert list(d.iterdir()) == []

@@ -43,7 +43,7 @@ def test_glosses_recall_at_ef64(shared_data: Path) -> None:
     recall = ann.recall_at_k(ids, truth)
     assert recall >= 0.90, recall
     assert np.all((d >= 0) & (d <= 2))
-    rep = ann.bq_fitness(x, sample=1000)
+    rep = ann.bq_fitness(x, metric="cosine", sample=300)
     assert rep["fit"] and rep["recommended_rotation"] is None
 
 

@@ -313,7 +313,8 @@ def ann_fitness_recall(
     metric: str,
     bits: int,
     k: int,
-    rotation_seed: int | None,
+    rotation_seeds: list[int | None],
+    queries: _npt.NDArray[_np.uint64],
     num_threads: int | None,
-) -> float: ...
+) -> _npt.NDArray[_np.float64]: ...
 def ann_kernel() -> str: ...

@@ -19,6 +19,17 @@ Conventions (hnswlib / faiss)
 * Input arrays are 2-D; float16/float32/float64 and small integer dtypes (exactly
   representable in float32) are accepted and converted to float32; inputs are never modified.
 
+Ctrl-C: ``add``, ``compact``, ``search``, :func:`exact_search` and :func:`encode` check for an
+interrupt while they run (with the GIL released) and raise ``KeyboardInterrupt`` within a
+fraction of a second; an index is left exactly as it was before the interrupted call (``add``
+and ``compact`` stage their work and publish it only at the end). No function here writes into
+a caller-provided buffer, so nothing is left half-written.
+
+Memory: ``add``, ``search``, :func:`exact_search` and :func:`encode` estimate the memory they
+need from their arguments before allocating and raise ``MemoryError`` naming the argument when
+it exceeds what the process can use (physical memory, or the address space left under
+``RLIMIT_AS``), instead of being killed.
+
 CPU kernels: the code distance uses AVX-512 vector popcounts (VPOPCNTDQ) when the CPU has them
 and scalar ``popcnt`` otherwise (:func:`cpu_kernel` names it). All kernels produce identical
 graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to ``popcnt`` or
@@ -27,6 +38,7 @@ graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to `
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import warnings
@@ -60,9 +72,10 @@ _METRICS = ("cosine", "ip", "l2")
 #: chosen settings: graph search then needs a very wide beam to reach high recall.
 FITNESS_THRESHOLD = 0.3
 
-#: ``add`` checks fitness on the first build of at least this many rows.
+#: ``add`` checks fitness on the first build of at least this many rows, with sampled
+#: queries against every row added, as many as about this many distance terms allow.
 _FITNESS_MIN_ROWS = 1000
-_FITNESS_ADD_SAMPLE = 1000
+_FITNESS_ADD_BUDGET = 2 * 10**9
 
 _EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)
 
@@ -136,6 +149,21 @@ def _positive_int(value: Any, arg: str) -> int:
         raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
     if value > 2**63 - 1:
         raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
+    return int(value)
+
+
+#: Largest ``dim``, ``R`` and ``L_build`` an index accepts (what the file format stores:
+#: ``L_build`` is a 32-bit field).
+_MAX_DIM = 2**20
+_MAX_R = 4096
+_MAX_L_BUILD = 2**32 - 1
+
+
+def _int_in_range(value: Any, arg: str, lo: int, hi: int, hi_text: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise InvalidArgumentError(f"{arg}: must be in [{lo}, {hi_text}], got {value}")
     return int(value)
 
 
@@ -302,10 +330,13 @@ class FitnessReport(TypedDict):
 
     recall: float
     recall_rotated: float
+    stderr: float
+    stderr_rotated: float
     bits: int
     metric: str
     k: int
     sample: int
+    base: int
     threshold: float
     fit: bool
     fit_rotated: bool
@@ -313,39 +344,84 @@ class FitnessReport(TypedDict):
     recommended_rotation: str | None
 
 
-def _sample_rows(a: npt.NDArray[np.float32], sample: int, seed: int) -> npt.NDArray[np.float32]:
-    if a.shape[0] <= sample:
-        return a
+def _code_recall(
+    a: npt.NDArray[np.float32],
+    metric: str,
+    bits: int,
+    k: int,
+    rotation_seeds: list[int | None],
+    queries: int,
+    seed: int,
+    num_threads: int | None,
+) -> list[tuple[float, float]]:
+    """Per entry of ``rotation_seeds`` (``None``: no rotation), the estimated code-space
+    recall@k of an index holding all rows of ``a`` and its standard error: ``queries`` rows
+    drawn with ``seed``, each scored against every other row (the one estimator of
+    ``rust/ordcore-core/src/ann/fitness.rs``; the exact neighbours are computed once)."""
+    n = a.shape[0]
     rng = np.random.default_rng(seed)
-    rows = np.sort(rng.choice(a.shape[0], size=sample, replace=False))
-    return np.ascontiguousarray(a[rows])
+    rows = np.sort(rng.choice(n, size=min(queries, n), replace=False)).astype(np.uint64)
+    per_query = _core.ann_fitness_recall(
+        a, metric, int(bits), k, rotation_seeds, rows, num_threads
+    )
+    m = per_query.shape[1]
+    out = []
+    for r in per_query:
+        se = float(r.std(ddof=1) / math.sqrt(m)) if m > 1 else float("inf")
+        out.append((float(r.mean()), se))
+    return out
+
+
+def _fmt(value: float) -> str:
+    """A recall for messages, rounded **down** to 3 decimals, so a value below the threshold
+    never prints as the threshold (0.2996 prints 0.299, not 0.30)."""
+    return f"{math.floor(value * 1000) / 1000:.3f}"
 
 
 def bq_fitness(
     X: npt.ArrayLike,
     *,
-    sample: int = 2000,
+    metric: Metric,
+    sample: int = 500,
     k: int = 10,
     seed: int = 0,
-    metric: Metric = "cosine",
     bits: int = 2,
     num_threads: int | None = None,
 ) -> FitnessReport:
-    """How well binary codes rank this data, with and without the Hadamard rotation.
+    """How well binary codes rank this data, with and without the Hadamard rotation,
+    estimated for an index that holds **all** rows of ``X``.
 
-    On ``sample`` rows drawn with ``seed``, each row is a query against the other rows: the
-    code-space top-``k`` (by :func:`code_distance`) is compared to the exact top-``k`` in the
-    metric, and the mean recall@k is reported. Graph search and reranking recover much of
-    what the codes miss, but when this figure is below :data:`FITNESS_THRESHOLD` (0.3) a
-    code-space graph needs a very wide beam: the data is reported unfit.
+    ``sample`` query rows drawn with ``seed`` are each scored against every other row of
+    ``X``: the code-space top-``k`` (the scoring the index uses: the query's code against each
+    row's code, :func:`code_distance`) is compared with the exact top-``k`` in ``metric``, and
+    the mean recall@k is reported, rows tied at the ``k``-th code distance sharing the
+    remaining places evenly (the expected recall of a random tie-break). Recall of a code
+    falls as the base grows, so the figure is that of the base's real size; ``sample`` only
+    sets the precision (``stderr``). Graph search and reranking recover much of what the codes
+    miss, but when this figure is below :data:`FITNESS_THRESHOLD` (0.3) a code-space graph
+    needs a very wide beam: the data is reported unfit. Cost: ``sample * len(X)`` exact and
+    code distances (about a second for 500 queries on 200,000 x 50).
+
+    Parameters
+    ----------
+    X : array_like, shape (n, D)
+        The data the index would hold (n > k).
+    metric : {"cosine", "ip", "l2"}
+        Required: the metric the index will use (the ranking differs per metric).
+    sample : int
+        Query rows drawn from ``X`` (all rows when ``n <= sample``).
+    k, seed, bits, num_threads
+        Recall depth, sampling and rotation seed, code width (1 or 2), threads.
 
     Returns
     -------
     FitnessReport
-        ``recall`` and ``recall_rotated`` (code-space recall@k without / with centering and
-        the randomized Hadamard rotation), ``fit`` / ``fit_rotated``, and a
-        ``recommendation`` sentence with ``recommended_rotation`` (``None`` or
-        ``"hadamard"``; rotation is recommended when it raises recall by more than 0.05).
+        ``recall`` and ``recall_rotated`` (estimated code-space recall@k without / with
+        centering and the randomized Hadamard rotation) with their standard errors
+        ``stderr`` / ``stderr_rotated``, ``sample`` (queries) and ``base`` (rows scored
+        against), ``fit`` / ``fit_rotated``, and a ``recommendation`` sentence with
+        ``recommended_rotation`` (``None`` or ``"hadamard"``; rotation is recommended when it
+        raises recall by more than 0.05). Figures in the sentence are rounded down.
 
     Raises
     ------
@@ -357,44 +433,68 @@ def bq_fitness(
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
     sample = _positive_int(sample, "sample")
     k = _positive_int(k, "k")
-    a = _sample_rows(_as_matrix(X, "X"), sample, seed)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not (
+        0 <= seed < 2**64
+    ):
+        raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+    a = _as_matrix(X, "X")
     if a.shape[0] <= k:
         raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
     num_threads = num_threads_arg(num_threads)
-    plain = _core.ann_fitness_recall(a, metric, int(bits), k, None, num_threads)
-    rotated = _core.ann_fitness_recall(a, metric, int(bits), k, int(seed), num_threads)
+    (plain, se), (rotated, se_rot) = _code_recall(
+        a, metric, bits, k, [None, int(seed)], sample, seed, num_threads
+    )
     rec: str | None = "hadamard" if rotated > plain + 0.05 else None
     fit, fit_rot = plain >= FITNESS_THRESHOLD, rotated >= FITNESS_THRESHOLD
+    p, r, t = _fmt(plain), _fmt(rotated), _fmt(FITNESS_THRESHOLD)
     if fit and rec is None:
-        text = f"fit: code-space recall@{k} {plain:.2f}; no rotation needed"
+        text = f"fit: code-space recall@{k} {p} (threshold {t}); no rotation needed"
     elif rec == "hadamard" and fit_rot:
-        text = (
-            f"use rotation='hadamard': code-space recall@{k} rises from {plain:.2f} to "
-            f"{rotated:.2f}"
-        )
+        text = f"use rotation='hadamard': code-space recall@{k} rises from {p} to {r}"
     elif rec == "hadamard":
         text = (
-            f"unfit even rotated (recall@{k} {plain:.2f} -> {rotated:.2f}); use "
+            f"unfit even rotated (recall@{k} {p} -> {r}, threshold {t}); use "
             "rotation='hadamard', a wide ef_search, or a float index"
         )
     else:
         text = (
-            f"unfit: code-space recall@{k} {plain:.2f} (rotated {rotated:.2f}); use a wide "
+            f"unfit: code-space recall@{k} {p} (rotated {r}, threshold {t}); use a wide "
             "ef_search or a float index"
         )
     return FitnessReport(
-        recall=float(plain),
-        recall_rotated=float(rotated),
+        recall=plain,
+        recall_rotated=rotated,
+        stderr=se,
+        stderr_rotated=se_rot,
         bits=int(bits),
         metric=metric,
         k=k,
-        sample=int(a.shape[0]),
+        sample=min(sample, int(a.shape[0])),
+        base=int(a.shape[0]),
         threshold=FITNESS_THRESHOLD,
         fit=fit,
         fit_rotated=fit_rot,
         recommendation=text,
         recommended_rotation=rec,
     )
+
+
+_ERRNO = {
+    FileNotFoundError: errno.ENOENT,
+    PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR,
+    NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` as the same ``OSError`` subclass with ``errno``, ``strerror`` and ``filename``
+    set (``str()`` reads ``[Errno 2] No such file or directory: 'path'``)."""
+    code = exc.errno if exc.errno is not None else _ERRNO.get(type(exc))
+    if code is None:
+        return type(exc)(f"{exc}: {os.fspath(path)!r}")
+    return type(exc)(code, os.strerror(code), os.fspath(path))
 
 
 class MemoryUsage(TypedDict):
@@ -412,15 +512,17 @@ class BQGraphIndex:
     Parameters
     ----------
     dim : int
-        Vector dimension ``D``.
+        Vector dimension ``D``, in ``[1, 2**20]``.
     metric : {"cosine", "ip", "l2"}
         Distance convention (see the module docs); cosine normalizes on add and search.
     bits : {1, 2}
         2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance.
     R : int
-        Maximum out-degree (>= 2).
+        Maximum out-degree, in ``[2, 4096]``.
     L_build : int
-        Beam width of the construction searches (raised to at least ``R``); the first of the
+        Beam width of the construction searches, in ``[1, 2**32 - 1]`` (the file stores it in
+        32 bits; beams never grow past the number of vectors), raised to at least ``R``; the
+        first of the
         two passes, which only seeds the second, searches with ``max(L_build // 2, R)``.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
@@ -472,12 +574,12 @@ class BQGraphIndex:
         seed: int = 0,
     ) -> None:
         _check_metric(metric)
-        dim = _positive_int(dim, "dim")
+        # Every range is what the file format holds (saved parameters reload unchanged).
+        dim = _int_in_range(dim, "dim", 1, _MAX_DIM, "2**20")
         if bits not in (1, 2):
             raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
-            raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
-        L_build = _positive_int(L_build, "L_build")
+        R = _int_in_range(R, "R", 2, _MAX_R, "4096")
+        L_build = _int_in_range(L_build, "L_build", 1, _MAX_L_BUILD, "2**32 - 1")
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
@@ -598,16 +700,25 @@ class BQGraphIndex:
         ------
         InvalidArgumentError
             Dimension mismatch, NaN/inf (naming the row), zero rows under cosine,
-            duplicate ids. The index is unchanged after any error.
+            duplicate ids, automatic ids that would pass ``2**63 - 1``. The index is
+            unchanged after any error.
+        MemoryError
+            The grown index would not fit in the memory this process can use (estimated
+            before anything is allocated; names ``X``).
+        KeyboardInterrupt
+            Ctrl-C during the build (within a fraction of a second, also with
+            ``progress=True``); the index is left as it was before the call.
         DTypeError
             Non-numeric dtypes or integers that float32 cannot hold exactly.
 
         Warns
         -----
         BQFitnessWarning
-            On the first build of at least 1000 rows, when the code-space recall@10 of a
-            sample (see :func:`bq_fitness`) is below :data:`FITNESS_THRESHOLD` for this
-            index's settings; the message says whether ``rotation="hadamard"`` would help.
+            On the first build of at least 1000 rows, when the code-space recall@10 that
+            :func:`bq_fitness` estimates for all of ``X`` (50 to 200 sampled queries, as a
+            budget of distance computations allows) is below :data:`FITNESS_THRESHOLD` for
+            this index's settings; the message says whether ``rotation="hadamard"`` would
+            help.
         """
         num_threads = num_threads_arg(num_threads)
         a = _as_matrix(X, "X", self.dim)
@@ -644,25 +755,30 @@ class BQGraphIndex:
                     b.close()
 
     def _check_fitness(self, a: npt.NDArray[np.float32], num_threads: int | None) -> None:
-        s = _sample_rows(a, _FITNESS_ADD_SAMPLE, self.seed)
+        # Sampled queries against every row being added (the index's real size), as many as
+        # a budget of distance computations allows (50 to 200).
+        queries = int(min(200, max(50, _FITNESS_ADD_BUDGET // max(1, a.shape[0] * a.shape[1]))))
         rotated = self.rotation == "hadamard"
+        # Unrotated indexes also score the rotation (the exact neighbours are shared), to say
+        # whether it would help.
+        seeds: list[int | None] = [self.seed] if rotated else [None, self.seed]
         try:
-            recall = _core.ann_fitness_recall(
-                s, self.metric, self.bits, 10, self.seed if rotated else None, num_threads
+            estimates = _code_recall(
+                a, self.metric, self.bits, 10, seeds, queries, self.seed, num_threads
             )
         except InvalidArgumentError:
-            return  # the build itself reports bad rows, naming them in the full array
+            return  # the build itself reports bad rows, naming them
+        recall = estimates[0][0]
         if recall >= FITNESS_THRESHOLD:
             return
         hint = ""
-        if not rotated:
-            other = _core.ann_fitness_recall(s, self.metric, self.bits, 10, self.seed, num_threads)
-            if other > recall + 0.05:
-                hint = f"; rotation='hadamard' raises it to {other:.2f}"
+        if not rotated and estimates[1][0] > recall + 0.05:
+            hint = f"; rotation='hadamard' raises it to {_fmt(estimates[1][0])}"
         warnings.warn(
-            f"binary codes rank this data poorly: code-space recall@10 {recall:.3f} on a "
-            f"sample of {s.shape[0]} rows (threshold {FITNESS_THRESHOLD}){hint}. Expect low "
-            "recall unless ef_search is large; see ordcore.ann.bq_fitness",
+            f"binary codes rank this data poorly: code-space recall@10 {_fmt(recall)} "
+            f"estimated from {queries} sampled queries against all {a.shape[0]} rows "
+            f"(threshold {_fmt(FITNESS_THRESHOLD)}){hint}. Expect low recall unless ef_search "
+            "is large; see ordcore.ann.bq_fitness",
             BQFitnessWarning,
             stacklevel=3,
         )
@@ -670,15 +786,26 @@ class BQGraphIndex:
     def remove(self, ids: npt.ArrayLike) -> None:
         """Marks ``ids`` as removed; searches never return them afterwards.
 
-        The nodes stay in the graph for navigation until :meth:`compact`. Raises
-        :class:`InvalidArgumentError` (and removes nothing) when an id is unknown or repeated.
+        The nodes stay in the graph for navigation until :meth:`compact`.
+
+        Raises
+        ------
+        UnknownIdError
+            An id is not in the index (a :class:`KeyError` and an
+            :class:`InvalidArgumentError`); nothing is removed.
+        InvalidArgumentError
+            An id is repeated or negative; nothing is removed.
         """
         self._inner.remove(_as_ids(ids, None))
 
     def compact(self, *, num_threads: int | None = None) -> None:
         """Repairs the graph around removed nodes and drops them (FreshDiskANN-style
         consolidation: each live node that pointed at a removed one is re-pruned over its
-        live neighbours and the removed node's neighbours)."""
+        live neighbours and the removed node's neighbours).
+
+        The repaired index is built aside and replaces this one at the end, so a Ctrl-C
+        (``KeyboardInterrupt``) leaves it as it was.
+        """
         self._inner.compact(num_threads_arg(num_threads))
 
     # -- search ---------------------------------------------------------------------
@@ -699,6 +826,17 @@ class BQGraphIndex:
         clamped to ``[k, ef_search]``) are reranked by exact float32 distance. With
         ``rerank=False`` the ``k`` best by code distance are returned in code order, with
         their exact distances.
+
+        Guarantees: every query gets ``min(k, len(index))`` results. With ``rerank`` and
+        ``max(ef_search, k) >= len(index)`` the search is an exact scan of the live vectors.
+        For ``k <= ef_search`` the beam does not depend on ``k``, so the first results do
+        not change with ``k``. Beam entries that share one code are capped at
+        ``max(2, ef // 8)``; the entries the cap turns away remain candidates behind the
+        beam's own. Removed vectors widen the beam by their share; a query for which the graph
+        still yields fewer than ``min(rerank_k, len(index))`` live candidates
+        (``min(k, len(index))`` without rerank) is answered by a scan of the live vectors
+        (exact distances with ``rerank``, code distances without), which is slower: call
+        :meth:`compact` after removing much of an index.
 
         Returns
         -------
@@ -747,7 +885,7 @@ class BQGraphIndex:
         try:
             self._inner.save(Path(path))
         except OSError as exc:
-            raise type(exc)(f"cannot write index to {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BQGraphIndex:
@@ -755,11 +893,18 @@ class BQGraphIndex:
 
         With ``mmap=True`` the float vectors stay memory-mapped from the file (they are only
         read to rerank), so resident memory is about codes plus graph; the checksum is still
-        verified once. Raises :class:`ordcore.IndexFormatError` naming the reason for a
-        truncated, corrupted, foreign or newer-version file, ``OSError`` if unreadable.
+        verified once.
+
+        Raises
+        ------
+        IndexFormatError
+            A truncated, corrupted, foreign or newer-version file, or one whose contents
+            ``add`` would refuse (non-finite values, out-of-range edges, ...), naming the reason.
+        FileNotFoundError, IsADirectoryError, PermissionError, OSError
+            As the operating system reports it; ``filename`` is ``path``.
         """
         try:
             inner = _core.BQGraphIndex.load(Path(path), bool(mmap))
         except OSError as exc:
-            raise type(exc)(f"cannot read index {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
         return cls._wrap(inner)

@@ -1,4 +1,5 @@
 use super::*;
+use crate::Error;
 
 fn gauss(n: usize, d: usize, seed: u64) -> Vec<f32> {
     // Box-Muller on the counter generator.
@@ -105,4 +106,69 @@ fn exact_search_orders_ties_by_row() {
     let x = vec![1.0f32, 0.0, 1.0, 0.0, 0.0, 1.0];
     let (ids, _) = exact_search(&x, &[1.0, 0.0], 2, 3, Metric::L2).unwrap();
     assert_eq!(ids, vec![0, 1, 2]);
+}
+
+#[test]
+fn a_failing_progress_callback_leaves_the_index_unchanged() {
+    let x = gauss(3000, 16, 7);
+    let mut idx = BQGraphIndex::new(params(16, Metric::L2)).unwrap();
+    idx.add(&x[..1000 * 16], None, None).unwrap();
+    let q = gauss(20, 16, 8);
+    let before = idx.search(&q, 5, 32, true, None).unwrap();
+    let (adj0, ids0): (Vec<Vec<u32>>, Vec<i64>) = (
+        (0..idx.n_nodes())
+            .map(|i| idx.neighbors(i).to_vec())
+            .collect(),
+        idx.live_ids(),
+    );
+    let stop = |done: usize, _total: usize| -> crate::Result<()> {
+        if done > 100 {
+            Err(Error::Interrupted)
+        } else {
+            Ok(())
+        }
+    };
+    let err = idx.add(&x[1000 * 16..], None, Some(&stop)).unwrap_err();
+    assert!(matches!(err, Error::Interrupted));
+    assert_eq!(idx.live_ids(), ids0);
+    let adj1: Vec<Vec<u32>> = (0..idx.n_nodes())
+        .map(|i| idx.neighbors(i).to_vec())
+        .collect();
+    assert_eq!(adj1, adj0);
+    assert_eq!(idx.search(&q, 5, 32, true, None).unwrap(), before);
+    // A first build stopped the same way leaves an empty index.
+    let mut fresh = BQGraphIndex::new(params(16, Metric::L2)).unwrap();
+    assert!(fresh.add(&x, None, Some(&stop)).is_err());
+    assert_eq!(fresh.n_nodes(), 0);
+    fresh.add(&x, None, None).unwrap();
+    assert_eq!(fresh.len(), 3000);
+}
+
+#[test]
+fn search_with_a_beam_covering_the_index_is_exact() {
+    let x = gauss(40, 1, 9);
+    let mut idx = BQGraphIndex::new(params(1, Metric::L2)).unwrap();
+    idx.add(&x, None, None).unwrap();
+    let (ids, ds) = idx.search(&x, 3, 40, true, None).unwrap();
+    let (eids, eds) = exact_search(&x, &x, 1, 3, Metric::L2).unwrap();
+    assert_eq!(ids, eids);
+    assert_eq!(ds, eds);
+}
+
+#[test]
+fn code_space_recall_splits_ties_evenly() {
+    // One query (row 0) whose exact top-2 are rows 1 and 2; in code space rows 1, 3 and 4
+    // tie at the 2nd place behind row 2: recall = (1 + 1/3) / 2.
+    struct Fixed;
+    impl fitness::CodeScorer for Fixed {
+        fn n_rows(&self) -> usize {
+            5
+        }
+        fn scores(&self, _i: usize, out: &mut [f32]) {
+            out.copy_from_slice(&[0.0, 5.0, 1.0, 5.0, 5.0]);
+        }
+    }
+    let rows = [0.0f32, 1.0, 2.0, 10.0, 11.0];
+    let r = fitness::code_space_recall(&rows, 1, Metric::L2, 2, &[0], &[&Fixed]).unwrap();
+    assert!((r[0][0] - (1.0 + 1.0 / 3.0) / 2.0).abs() < 1e-12, "{r:?}");
 }

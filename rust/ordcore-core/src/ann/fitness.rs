@@ -1,0 +1,187 @@
+//! Code-space fitness of data: how well a code family's ranking recovers the exact
+//! neighbours, estimated at the data's real size.
+//!
+//! One estimator, [`code_space_recall`], serves every code family: a [`CodeScorer`] scores a
+//! query row against every base row in code space (symmetric code-to-code distances for the
+//! 1- and 2-bit codes of today, [`SymmetricCodes`]; another family supplies its own scorer),
+//! and the estimator compares that ranking with the exact one over the **whole** base, for a
+//! sample of query rows. Recall@k of a fixed code falls as the base grows (more rows compete
+//! for the top k), so scoring sampled queries against the full base estimates the recall of an
+//! index holding all of it; scoring a sample against itself (as before) overstated it and
+//! drifted with the sample size.
+
+use rayon::prelude::*;
+
+use super::codes::{self, words_for};
+use super::encode::{column_mean, encode_rows};
+use super::metric::{prepare_rows, validate_rows, Metric};
+use super::rotation::Rotation;
+use super::search::exact_top_k;
+use crate::{ensure, Result};
+
+/// Scores one query against every base row in code space; smaller is nearer.
+pub trait CodeScorer: Sync {
+    /// Number of base rows.
+    fn n_rows(&self) -> usize;
+    /// `out[j]`: the code-space score of base row `j` for the query that is base row `i`
+    /// (`out` has `n_rows()` entries; `out[i]` is ignored).
+    fn scores(&self, i: usize, out: &mut [f32]);
+}
+
+/// Today's scoring of the 1- and 2-bit codes: the query is coded like the base rows and
+/// compared code to code (Hamming for `bits = 1`, sign-magnitude for `bits = 2`).
+pub struct SymmetricCodes {
+    codes: Vec<u64>,
+    cw: usize,
+    code_dim: usize,
+    bits: usize,
+}
+
+impl SymmetricCodes {
+    /// Codes of prepared `rows`, through `rot` when given.
+    pub fn new(rows: &[f32], dim: usize, bits: usize, rot: Option<&Rotation>) -> Result<Self> {
+        let code_dim = rot.map_or(dim, |r| r.padded_dim());
+        Ok(SymmetricCodes {
+            codes: encode_rows(rows, dim, bits, rot)?,
+            cw: bits * words_for(code_dim),
+            code_dim,
+            bits,
+        })
+    }
+}
+
+impl CodeScorer for SymmetricCodes {
+    fn n_rows(&self) -> usize {
+        self.codes.len() / self.cw.max(1)
+    }
+    fn scores(&self, i: usize, out: &mut [f32]) {
+        let ci = &self.codes[i * self.cw..(i + 1) * self.cw];
+        for (o, cj) in out.iter_mut().zip(self.codes.chunks_exact(self.cw)) {
+            // Distances are at most 4 * 2^20 < 2^24: exact in f32.
+            *o = codes::code_distance(ci, cj, self.code_dim, self.bits) as f32;
+        }
+    }
+}
+
+/// Per scorer, per query row `q` in `queries`: the expected recall@k of the code-space top-k
+/// against the exact top-k, both over every other row of `rows` (prepared, `n x dim`). The
+/// exact top-k of a query is computed once for all scorers. Code scores tie often; rows tied
+/// at the k-th score share the remaining places evenly (the expected recall of a random
+/// tie-break, which no row numbering can bias).
+pub fn code_space_recall(
+    rows: &[f32],
+    dim: usize,
+    metric: Metric,
+    k: usize,
+    queries: &[usize],
+    scorers: &[&dyn CodeScorer],
+) -> Result<Vec<Vec<f64>>> {
+    let n = rows.len() / dim.max(1);
+    ensure!(n > k, "X", "needs more than k = {k} rows, got {n}");
+    ensure!(
+        scorers.iter().all(|s| s.n_rows() == n),
+        "scorers",
+        "every scorer must score the {n} rows"
+    );
+    if let Some(&q) = queries.iter().find(|&&q| q >= n) {
+        return Err(crate::Error::invalid(
+            "queries",
+            format!("row {q} is out of range for {n} rows"),
+        ));
+    }
+    // The exact distance list and two score lists per thread.
+    crate::memory::ensure_array::<f32>("X", 4 * n as u128 * rayon::current_num_threads() as u128)?;
+    let per_query: Vec<Vec<f64>> = queries
+        .par_iter()
+        .map(|&i| -> Result<Vec<f64>> {
+            crate::interrupt::check()?;
+            let qr = &rows[i * dim..(i + 1) * dim];
+            let others = rows
+                .chunks_exact(dim)
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(j, r)| (j as u32, r));
+            let truth = exact_top_k(metric, qr, others, k);
+            let mut scores = vec![0f32; n];
+            let mut rest = Vec::with_capacity(n);
+            Ok(scorers
+                .iter()
+                .map(|scorer| {
+                    scorer.scores(i, &mut scores);
+                    rest.clear();
+                    rest.extend(
+                        scores
+                            .iter()
+                            .enumerate()
+                            .filter(|&(j, _)| j != i)
+                            .map(|(_, &s)| s),
+                    );
+                    let (_, &mut kth, _) =
+                        rest.select_nth_unstable_by(k - 1, |a, b| a.total_cmp(b));
+                    let below = rest.iter().filter(|&&s| s < kth).count();
+                    let tied = rest.iter().filter(|&&s| s == kth).count();
+                    let share = (k - below) as f64 / tied as f64;
+                    let hits: f64 = truth
+                        .iter()
+                        .map(|&(_, j)| {
+                            let s = scores[j as usize];
+                            if s < kth {
+                                1.0
+                            } else if s == kth {
+                                share
+                            } else {
+                                0.0
+                            }
+                        })
+                        .sum();
+                    hits / k as f64
+                })
+                .collect())
+        })
+        .collect::<Result<_>>()?;
+    Ok((0..scorers.len())
+        .map(|s| per_query.iter().map(|q| q[s]).collect())
+        .collect())
+}
+
+/// [`code_space_recall`] of the `bits`-bit codes of `x` (`n x dim` rows, normalized first
+/// under cosine), once per entry of `rotation_seeds`: without rotation (`None`) or with the
+/// centering + randomized Hadamard rotation an index seeded so would use (mean of all
+/// rows), for the query rows `queries`.
+pub fn fitness_recall(
+    x: &[f32],
+    dim: usize,
+    metric: Metric,
+    bits: usize,
+    k: usize,
+    rotation_seeds: &[Option<u64>],
+    queries: &[usize],
+) -> Result<Vec<Vec<f64>>> {
+    ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
+    ensure!(dim >= 1, "dim", "must be at least 1");
+    ensure!(k >= 1, "k", "must be at least 1, got {k}");
+    validate_rows(x, dim, metric, "X")?;
+    let n = x.len() / dim;
+    ensure!(n > k, "X", "needs more than k = {k} rows, got {n}");
+    // Prepared rows and one set of codes per scorer (padded dimension at most 2 * dim).
+    crate::memory::ensure_fits(
+        "X",
+        n as u128
+            * (dim as u128 * 4
+                + rotation_seeds.len() as u128 * (bits * words_for(2 * dim)) as u128 * 8),
+    )?;
+    let rows = prepare_rows(x, dim, metric);
+    let mean = column_mean(&rows, dim);
+    let scorers: Vec<SymmetricCodes> = rotation_seeds
+        .iter()
+        .map(|seed| {
+            let rot = match seed {
+                Some(seed) => Some(Rotation::new(dim, *seed, mean.clone())?),
+                None => None,
+            };
+            SymmetricCodes::new(&rows, dim, bits, rot.as_ref())
+        })
+        .collect::<Result<_>>()?;
+    let refs: Vec<&dyn CodeScorer> = scorers.iter().map(|s| s as &dyn CodeScorer).collect();
+    code_space_recall(&rows, dim, metric, k, queries, &refs)
+}
