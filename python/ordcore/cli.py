@@ -313,15 +313,11 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from ordcore import plugins
-    from ordcore.errors import PluginConflictError
 
     infos = plugins.list_plugins()
-    try:
-        comps = plugins.list_components(args.kind)
-        conflict = None
-    except PluginConflictError as exc:
-        comps, conflict = [], str(exc)
-    failed = conflict is not None or any(i.status in ("error", "conflict") for i in infos)
+    comps = plugins.list_components(args.kind)
+    conflict = "; ".join(i.error or "" for i in infos if i.status == "conflict") or None
+    failed = any(i.status in ("error", "conflict") for i in infos)
     if args.json:
         out = {
             "plugins": [asdict(i) for i in infos],
@@ -349,8 +345,6 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         print(line.rstrip())
         if info.error:
             print(f"      {info.error}")
-    if conflict:
-        print(f"\nconflict: {conflict}", file=sys.stderr)
     print("components:")
     for c in comps:
         missing = c.missing_requirements()
