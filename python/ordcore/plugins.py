@@ -54,24 +54,25 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
-import importlib.util
 import os
 import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pluggy
 
-from ordcore.errors import (
-    InvalidArgumentError,
-    MissingDependencyError,
-    PluginConflictError,
-    UnknownComponentError,
+from ordcore._plugin_api import (
+    Component,
+    HookSpecs,
+    Registry,
+    hookimpl,
+    hookspec,
+    provider_text,
 )
+from ordcore.errors import PluginConflictError, UnknownComponentError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -95,106 +96,13 @@ ENTRY_POINT_GROUP = "ordcore"
 BUILTIN_PLUGIN = "ordcore"
 """The name under which the built-in components are listed."""
 
-hookspec = pluggy.HookspecMarker("ordcore")
-"""Marks a hook specification (used by ordcore itself)."""
-
-hookimpl = pluggy.HookimplMarker("ordcore")
-"""Marks a plugin's hook implementation: ``@hookimpl def ordcore_register_components(...)``."""
-
-Factory = Callable[..., Any]
 PluginStatus = Literal["loaded", "error", "conflict", "disabled"]
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
-_REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*)")
 _TRUE = {"1", "true", "yes", "on", "all"}
 
 
 class PluginLoadWarning(UserWarning):
     """A plugin failed to import or to register its components (issued once per plugin)."""
-
-
-class HookSpecs:
-    """The hook specifications of ordcore (the namespace pluggy validates plugins against)."""
-
-    @hookspec
-    def ordcore_register_components(self, registry: Registry) -> None:
-        """Register this plugin's components.
-
-        Parameters
-        ----------
-        registry : Registry
-            Call ``registry.add(kind, name, factory, requires=..., description=...)`` once
-            per component. Do not import heavy dependencies here: pass ``factory`` as a
-            ``"module:attr"`` string, resolved only when the component is created.
-        """
-
-
-@dataclass(frozen=True)
-class Component:
-    """One registered component.
-
-    Attributes
-    ----------
-    kind, name : str
-        The key users pass to :func:`create` (e.g. ``"mixer"``, ``"gated_deltanet"``).
-    factory : callable or str
-        A callable, or a ``"module:attr"`` string resolved at creation time.
-    requires : tuple of str
-        Distributions (PEP 508 names, version specifiers ignored) that must be installed.
-    description : str
-        One line shown by ``python -m ordcore plugins``.
-    plugin, plugin_version : str
-        The plugin that registered it and the version of the distribution providing it.
-    """
-
-    kind: str
-    name: str
-    factory: Factory | str = field(repr=False)
-    requires: tuple[str, ...]
-    description: str
-    plugin: str
-    plugin_version: str
-
-    @property
-    def key(self) -> str:
-        """``"kind/name"``."""
-        return f"{self.kind}/{self.name}"
-
-    def missing_requirements(self) -> list[str]:
-        """The entries of :attr:`requires` that are not installed."""
-        return [req for req in self.requires if not _is_installed(req)]
-
-    def resolve(self) -> Factory:
-        """Import and return the factory (checking :attr:`requires` first).
-
-        Raises
-        ------
-        MissingDependencyError
-            A requirement is not installed, or importing the factory's module fails with
-            an ``ImportError``; the message says what to ``pip install``.
-        """
-        missing = self.missing_requirements()
-        if missing:
-            raise MissingDependencyError(
-                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
-                f"needs {', '.join(missing)}: pip install {' '.join(_quote(m) for m in missing)}"
-            )
-        if callable(self.factory):
-            return self.factory
-        module_name, _, attr = self.factory.partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            pkg = (exc.name or module_name).split(".")[0]
-            raise MissingDependencyError(
-                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
-                f"could not import {module_name!r} ({exc}); try: pip install {pkg}"
-            ) from exc
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        if not callable(obj):
-            raise TypeError(f"factory {self.factory!r} of {self.key!r} is not callable")
-        return obj  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -222,115 +130,6 @@ class PluginInfo:
     components: tuple[str, ...]
     status: PluginStatus
     error: str | None = None
-
-
-class Registry:
-    """The typed object passed to ``ordcore_register_components``.
-
-    Plugins only call :meth:`add`. The host creates one registry per plugin so it can
-    stamp the provider on each component.
-    """
-
-    def __init__(
-        self,
-        plugin: str,
-        version: str,
-        existing: Mapping[tuple[str, str], Component] | None = None,
-    ) -> None:
-        self._plugin = plugin
-        self._version = version
-        self._existing: Mapping[tuple[str, str], Component] = existing or {}
-        self._added: dict[tuple[str, str], Component] = {}
-        self._clashes: dict[tuple[str, str], Component] = {}
-
-    @property
-    def plugin(self) -> str:
-        """The plugin whose components this registry collects."""
-        return self._plugin
-
-    def add(
-        self,
-        kind: str,
-        name: str,
-        factory: Factory | str,
-        *,
-        requires: Iterable[str] = (),
-        description: str = "",
-    ) -> None:
-        """Register the component ``(kind, name)``.
-
-        Parameters
-        ----------
-        kind : str
-            The component family, e.g. ``"order"``, ``"mixer"``, ``"probe"``.
-        name : str
-            Lower case letters, digits, ``_``, ``-``, ``.``; unique within ``kind``.
-        factory : callable or str
-            Called with the keyword arguments of :func:`create`. A ``"module:attr"`` string
-            is imported only at creation, so discovery stays cheap (no torch import).
-        requires : iterable of str
-            Distributions that must be installed to create it, e.g. ``("torch",)``.
-        description : str
-            One line for listings.
-
-        Raises
-        ------
-        InvalidArgumentError
-            ``kind``/``name`` is not a valid name, or ``factory`` is neither callable nor a
-            ``"module:attr"`` string.
-        PluginConflictError
-            This plugin already registered ``(kind, name)``. (A name another plugin
-            registered is not an error here: see the module docstring.)
-        """
-        for arg, value in (("kind", kind), ("name", name)):
-            if not isinstance(value, str) or not _NAME_RE.match(value):
-                raise InvalidArgumentError(
-                    f"{arg}: {value!r} is not a valid component {arg} "
-                    "(lower case letters, digits, '_', '-', '.')"
-                )
-        if isinstance(factory, str):
-            module_name, sep, attr = factory.partition(":")
-            if not sep or not module_name or not attr:
-                raise InvalidArgumentError(
-                    f"factory: {factory!r} is not a 'module:attr' string"
-                )
-        elif not callable(factory):
-            raise InvalidArgumentError(f"factory: {factory!r} is neither callable nor a string")
-        reqs = tuple(requires)
-        for req in reqs:
-            if not isinstance(req, str) or not _REQ_NAME_RE.match(req):
-                raise InvalidArgumentError(f"requires: {req!r} is not a distribution name")
-        key = (kind, name)
-        if key in self._added or key in self._clashes:
-            previous = self._added.get(key) or self._clashes[key]
-            raise PluginConflictError(
-                f"component '{kind}/{name}' is registered twice by "
-                f"{_provider(previous.plugin, previous.plugin_version)}"
-            )
-        component = Component(
-            kind=kind,
-            name=name,
-            factory=factory,
-            requires=reqs,
-            description=description,
-            plugin=self._plugin,
-            plugin_version=self._version,
-        )
-        if key in self._existing:  # another plugin has it: the host decides (see _Host)
-            self._clashes[key] = component
-        else:
-            self._added[key] = component
-
-    def components(self) -> dict[tuple[str, str], Component]:
-        """The components added through this registry so far (those whose name no other
-        plugin has registered)."""
-        return dict(self._added)
-
-    def clashes(self) -> dict[tuple[str, str], Component]:
-        """The components added through this registry whose ``(kind, name)`` another plugin
-        registered first."""
-        return dict(self._clashes)
-
 
 # --------------------------------------------------------------------------------------
 # The host
@@ -443,7 +242,7 @@ class _Host:
             if first is not None and first.plugin == BUILTIN_PLUGIN:
                 notes.append(
                     f"'{comp.key}' is also a built-in component of "
-                    f"{_provider(first.plugin, first.plugin_version)}: the built-in one is used "
+                    f"{provider_text(first.plugin, first.plugin_version)}: the built-in one is used "
                     f"and this plugin's is ignored"
                 )
                 continue
@@ -451,12 +250,12 @@ class _Host:
                 self.contested[key] = self.components.pop(key)
                 self.conflicts[key] = (
                     f"component '{comp.key}' is registered by two plugins: "
-                    f"{_provider(first.plugin, first.plugin_version)} and "
-                    f"{_provider(comp.plugin, comp.plugin_version)}; uninstall one, or set "
+                    f"{provider_text(first.plugin, first.plugin_version)} and "
+                    f"{provider_text(comp.plugin, comp.plugin_version)}; uninstall one, or set "
                     f"ORDCORE_DISABLE_PLUGINS={comp.plugin}"
                 )
             else:  # a third provider of an already conflicting name
-                self.conflicts[key] += f" (and also {_provider(comp.plugin, comp.plugin_version)})"
+                self.conflicts[key] += f" (and also {provider_text(comp.plugin, comp.plugin_version)})"
             notes.append(
                 f"{self.conflicts[key]}; create({comp.kind!r}, {comp.name!r}) raises "
                 "PluginConflictError until then"
@@ -610,14 +409,6 @@ def _split(value: str) -> set[str]:
     return {part.strip() for part in value.split(",") if part.strip()}
 
 
-def _provider(plugin: str, version: str) -> str:
-    return f"plugin {plugin!r} {version}".rstrip()
-
-
-def _quote(req: str) -> str:
-    return f"'{req}'" if any(c in req for c in "<>=!~[; ") else req
-
-
 def _dist_version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -635,19 +426,3 @@ def _dist_field(dist: importlib.metadata.Distribution, field: str) -> str:
 
 def _dist_name(dist: importlib.metadata.Distribution) -> str:
     return _dist_field(dist, "Name")
-
-
-def _is_installed(req: str) -> bool:
-    match = _REQ_NAME_RE.match(req)
-    if match is None:
-        return False
-    name = match.group(1)
-    try:
-        importlib.metadata.distribution(name)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:  # an importable module of that name (e.g. a source checkout on sys.path)
-        return importlib.util.find_spec(name.replace("-", "_")) is not None
-    except (ImportError, ValueError):
-        return False
