@@ -52,6 +52,9 @@ def read_vecs(path: str | Path) -> npt.NDArray[Any]:
     return records[:, 4:].copy().view(dtype).astype(dtype.newbyteorder("="))
 
 
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}  # format.MAGIC_PREFIX; any zip archive
+
+
 def _load_array(spec: str) -> npt.NDArray[Any]:
     """Load ``.npy`` or ``.npz[:NAME]``; errors name the file."""
     name = None
@@ -61,8 +64,17 @@ def _load_array(spec: str) -> npt.NDArray[Any]:
     path = Path(text)
     if not path.is_file():
         raise InvalidArgumentError(f"{path}: no such file")
+    suffix = ".npy" if path.suffix.lower() == ".npy" else ".npz"
+    with open(path, "rb") as f:
+        head = f.read(len(_MAGIC[suffix]))
+    if head != _MAGIC[suffix]:
+        kind = "a NumPy array file" if suffix == ".npy" else "a NumPy zip archive"
+        raise InvalidArgumentError(
+            f"{path}: not a {suffix} file (it does not start like {kind}; "
+            "name a text file of lengths e.g. lengths.txt)"
+        )
     try:
-        if path.suffix.lower() == ".npy":
+        if suffix == ".npy":
             arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
             return arr
         with np.load(path, allow_pickle=False) as data:

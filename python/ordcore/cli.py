@@ -57,6 +57,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _check_output(option: str, path: str) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    target = Path(path)
+    if target.is_dir():
+        raise CliError(f"{option} {path}: is a directory, not a file")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise CliError(f"{option} {path}: folder {folder} does not exist")
+
+
 def _int_list(text: str) -> list[int]:
     parts = text.split(",")
     if any(not p.strip() for p in parts):
@@ -76,9 +86,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     X = read_vectors(args.vectors)
     if X.shape[0] == 0:
         raise CliError(f"{args.vectors}: holds no vectors")
-    out_dir = Path(args.output).resolve().parent
-    if not out_dir.is_dir():
-        raise CliError(f"-o {args.output}: folder {out_dir} does not exist")
+    _check_output("-o", args.output)
     index = ann.BQGraphIndex(
         X.shape[1],
         metric=args.metric,
@@ -122,6 +130,8 @@ def _load_index(path: str) -> Any:
 def _cmd_index_search(args: argparse.Namespace) -> int:
     from ordcore._io import read_vectors
 
+    if args.output:
+        _check_output("-o", args.output)
     index = _load_index(args.index)
     Q = read_vectors(args.queries)
     ids, dists = index.search(Q, k=args.k, ef_search=args.ef_search, num_threads=args.threads)
@@ -219,9 +229,9 @@ def _print_pack_stats(
         f"Martello-Toth L2: {stats.lower_bound_l2:,}"
     )
     print(
-        f"overlong ({overlong:<8}) split {stats.split_sequences:,}, truncated "
-        f"{stats.truncated_sequences:,}, dropped {stats.dropped_sequences:,} sequences "
-        f"({stats.dropped_tokens:,} tokens dropped)"
+        f"{'overlong':<19}{overlong}: {stats.split_sequences:,} split, "
+        f"{stats.truncated_sequences:,} truncated, {stats.dropped_sequences:,} dropped "
+        f"sequences ({stats.dropped_tokens:,} tokens dropped)"
     )
     print(f"planning time      {seconds * 1e3:.1f} ms")
 
@@ -230,6 +240,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     from ordcore import packing
     from ordcore._io import read_lengths
 
+    if args.output:
+        _check_output("-o", args.output)
     lengths = read_lengths(args.lengths)
     if lengths.size == 0:
         raise CliError(f"{args.lengths}: holds no lengths")
@@ -258,8 +270,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.plot:
         if importlib.util.find_spec("matplotlib") is None:
             raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'")
-        if not Path(args.plot).resolve().parent.is_dir():
-            raise CliError(f"--plot {args.plot}: folder does not exist")
+        _check_output("--plot", args.plot)
     order = sfc.scan_order(args.height, args.width, args.kind)
     loc = sfc.locality(order, args.height, args.width)
     print(f"{args.kind} scan of a {args.height}x{args.width} grid")
