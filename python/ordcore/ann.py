@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
-from ordcore._args import num_threads_arg
+from ordcore._args import UINT64_MAX, int_arg, num_threads_arg, size_arg
 from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -130,13 +130,7 @@ def _check_metric(metric: str) -> None:
 
 
 def _positive_int(value: Any, arg: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
-    if value < 1:
-        raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
-    if value > 2**63 - 1:
-        raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
-    return int(value)
+    return size_arg(arg, value, 1)
 
 
 def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt.NDArray[np.uint64]:
@@ -225,7 +219,7 @@ def code_distance(
         native = c.astype(c.dtype.newbyteorder("="), copy=False).view(np.uint64)
         arrays.append(np.require(native, requirements=["C", "A"]))
     a, b = arrays
-    return _core.ann_code_distance(a, b, int(dim), int(bits))
+    return _core.ann_code_distance(a, b, size_arg("dim", dim), int_arg("bits", bits, 0))
 
 
 def exact_search(
@@ -357,6 +351,7 @@ def bq_fitness(
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
     sample = _positive_int(sample, "sample")
     k = _positive_int(k, "k")
+    seed = int_arg("seed", seed, 0, UINT64_MAX)
     a = _sample_rows(_as_matrix(X, "X"), sample, seed)
     if a.shape[0] <= k:
         raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
@@ -475,8 +470,7 @@ class BQGraphIndex:
         dim = _positive_int(dim, "dim")
         if bits not in (1, 2):
             raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
-            raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
+        R = size_arg("R", R, 2)
         L_build = _positive_int(L_build, "L_build")
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
@@ -486,10 +480,7 @@ class BQGraphIndex:
             raise InvalidArgumentError(
                 f"rotation: must be None or 'hadamard', got {rotation!r}"
             )
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not (
-            0 <= seed < 2**64
-        ):
-            raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+        seed = int_arg("seed", seed, 0, UINT64_MAX)
         self._inner = _core.BQGraphIndex(
             dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed)
         )

@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
+from ordcore._args import int_arg
 from ordcore.errors import (
     DTypeError,
     InternalError,
@@ -291,11 +292,7 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{name}: must be an integer, got {value!r}")
-    if int(value) < minimum:
-        raise InvalidArgumentError(f"{name}: must be at least {minimum}, got {value}")
-    return int(value)
+    return int_arg(name, value, minimum)
 
 
 def pack(
@@ -360,7 +357,7 @@ def pack(
     if max_seqs_per_pack is not None:
         max_seqs_per_pack = _check_int("max_seqs_per_pack", max_seqs_per_pack, 1)
     pad_to_multiple_of = _check_int("pad_to_multiple_of", pad_to_multiple_of, 1)
-    seed = _check_int("seed", seed, 0) % 2**64
+    seed = int_arg("seed", seed, 0, None) % 2**64
     arr = _as_lengths(lengths)
     if algorithm == "nnlshp":
         core = _nnlshp(
@@ -762,16 +759,16 @@ class StreamingPacker:
         self.algorithm = _check_choice("algorithm", algorithm, ALGORITHMS)
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
         self.batch_rows = _check_int("batch_rows", batch_rows, 1)
-        self.seed = _check_int("seed", seed, 0)
+        self.seed = int_arg("seed", seed, 0, None)
         self.max_seqs_per_pack = max_seqs_per_pack
         self.overlong = _check_choice("overlong", overlong, OVERLONG_POLICIES)
         self.allow_empty = bool(allow_empty)
         self._mat: dict[str, Any] = {
-            "pad_id": pad_id,
+            "pad_id": int_arg("pad_id", pad_id),
             "layout": _check_choice("layout", layout, ("rows", "flat")),
-            "position_ids_start": position_ids_start,
+            "position_ids_start": int_arg("position_ids_start", position_ids_start),
             "pad_to_multiple_of": _check_int("pad_to_multiple_of", pad_to_multiple_of, 1),
-            "label_ignore_index": label_ignore_index,
+            "label_ignore_index": int_arg("label_ignore_index", label_ignore_index),
             "fragment_positions": fragment_positions,
             "dtype": dtype,
         }
