@@ -346,3 +346,41 @@ def test_huge_max_len_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and "max_len" in proc.stderr.replace("-", "_")
     assert "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- scan --plot
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@pytest.mark.parametrize("height, width", [(14, 14), (500, 500), (7, 2000), (300, 40)])
+def test_scan_plot_is_bounded(height: int, width: int, tmp_path: Path) -> None:
+    """500 x 500 wrote a 16,666 px square PNG; every figure is now at most 2,000 px a side."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "s.png"
+    assert main(["scan", "--height", str(height), "--width", str(width), "--plot", str(path)]) == 0
+    w, h = _png_size(path)
+    assert max(w, h) <= 2000 and min(w, h) >= 200
+    assert (w > h) == (width > height) or width == height
+
+
+def test_scan_plot_of_a_huge_grid_stays_small(tmp_path: Path) -> None:
+    """3000 x 3000 ended in MemoryError: std::bad_alloc (2,000 x 2,000 was killed at 14 GB):
+    under a 3 GiB address-space limit it now writes a bounded PNG."""
+    pytest.importorskip("matplotlib")
+    from isolated import run_isolated
+
+    path = tmp_path / "big.png"
+    result = run_isolated(
+        f"""
+        from ordcore.cli import main
+        assert main(["scan", "--height", "3000", "--width", "3000", "--plot", {str(path)!r}]) == 0
+        """,
+        limit_bytes=3 * 2**30,
+    )
+    assert "plot written" in result.stdout
+    assert max(_png_size(path)) <= 2000

@@ -282,7 +282,19 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+PLOT_MAX_PX = 2000
+"""The longest side of a ``scan --plot`` figure, in pixels."""
+
+PLOT_PATH_MAX_CELLS = 250
+"""Grids with at most this many cells a side are drawn as a path (at least 8 px a cell);
+larger ones as an image of each cell's visiting step."""
+
+
 def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str) -> None:
+    """Draw the scan in a figure of at most ``PLOT_MAX_PX`` pixels a side: the path itself
+    for small grids (lines thinner as cells shrink), for large ones each cell coloured by
+    the step at which the scan visits it (strided down to the pixel budget), so memory and
+    file size stay bounded whatever the grid."""
     try:
         import matplotlib
 
@@ -290,19 +302,36 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
         import matplotlib.pyplot as plt
     except ImportError:
         raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'") from None
-    rows, cols = np.divmod(order, width)
-    fig, ax = plt.subplots(figsize=(max(3, width / 3), max(3, height / 3)))
-    ax.plot(cols, rows, "-", color="tab:blue", linewidth=1.5)
-    ax.scatter(cols[:1], rows[:1], color="tab:green", zorder=3, label="start")
-    ax.scatter(cols[-1:], rows[-1:], color="tab:red", zorder=3, label="end")
-    ax.set_xlim(-0.5, width - 0.5)
-    ax.set_ylim(height - 0.5, -0.5)
-    ax.set_aspect("equal")
-    ax.set_title(f"{kind} scan, {height}x{width}")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    dpi = 100
+    cell_px = min(100 / 3, (PLOT_MAX_PX - 100) / max(height, width))  # 100 px for margins
+    inches = (max(3.0, width * cell_px / dpi), max(3.0, height * cell_px / dpi))
+    fig, ax = plt.subplots(figsize=inches)
+    try:
+        if max(height, width) <= PLOT_PATH_MAX_CELLS:
+            rows, cols = np.divmod(order, width)
+            ax.plot(cols, rows, "-", color="tab:blue", linewidth=min(1.5, 0.2 * cell_px))
+            ax.scatter(cols[:1], rows[:1], color="tab:green", zorder=3, label="start")
+            ax.scatter(cols[-1:], rows[-1:], color="tab:red", zorder=3, label="end")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize="small")
+            title = f"{kind} scan, {height}x{width}"
+        else:
+            step = max(1, -(-max(height, width) // (PLOT_MAX_PX - 100)))
+            rank = np.empty(height * width, dtype=np.float32)
+            rank[order] = np.arange(height * width, dtype=np.float32)
+            image = rank.reshape(height, width)[::step, ::step]
+            ax.imshow(image, cmap="viridis", interpolation="nearest",
+                      extent=(-0.5, width - 0.5, height - 0.5, -0.5))  # fmt: skip
+            title = f"{kind} scan, {height}x{width}: colour = visiting step"
+            if step > 1:
+                title += f" (every {step}th cell)"
+        ax.set_xlim(-0.5, width - 0.5)
+        ax.set_ylim(height - 0.5, -0.5)
+        ax.set_aspect("equal")
+        ax.set_title(title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+    finally:
+        plt.close(fig)
 
 
 # --------------------------------------------------------------------------- plugins
