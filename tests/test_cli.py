@@ -384,3 +384,24 @@ def test_scan_plot_of_a_huge_grid_stays_small(tmp_path: Path) -> None:
     )
     assert "plot written" in result.stdout
     assert max(_png_size(path)) <= 2000
+
+
+# --------------------------------------------------------------------------- sample-data
+
+
+def test_sample_data_writes_the_bundled_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ordcore import datasets
+
+    assert main(["sample-data", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    g = datasets.load_glosses()
+    np.testing.assert_array_equal(read_vecs(tmp_path / "base.fvecs"), g.base.astype(np.float32))
+    np.testing.assert_array_equal(read_vecs(tmp_path / "queries.fvecs"), g.queries.astype(np.float32))
+    np.testing.assert_array_equal(read_vecs(tmp_path / "gt.ivecs"), g.truth)
+    lengths = datasets.load_doc_lengths()
+    np.testing.assert_array_equal(read_lengths(str(tmp_path / "lengths.npy")), lengths)
+    np.testing.assert_array_equal(read_lengths(str(tmp_path / "lengths.txt")), lengths)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(datasets.EXPORT_FILES)
+    assert all(name in out for name in datasets.EXPORT_FILES)
+    assert main(["sample-data", "-o", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err

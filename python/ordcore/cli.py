@@ -1,6 +1,7 @@
 """The ``ordcore`` command line (also ``python -m ordcore``).
 
-Subcommands: ``index build|search|eval|info``, ``pack``, ``scan``, ``plugins``, ``demo``.
+Subcommands: ``index build|search|eval|info``, ``pack``, ``scan``, ``plugins``,
+``sample-data``, ``demo``.
 Errors print one line and exit with status 2; ``--debug`` shows the traceback.
 """
 
@@ -334,6 +335,20 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
         plt.close(fig)
 
 
+# --------------------------------------------------------------------------- sample-data
+
+
+def _cmd_sample_data(args: argparse.Namespace) -> int:
+    from ordcore import datasets
+
+    folder = Path(args.output)
+    if not folder.is_dir():
+        raise CliError(f"-o {args.output}: folder does not exist")
+    for path in datasets.export(folder):
+        print(f"{str(path):<28} {datasets.EXPORT_FILES[path.name]}")
+    return 0
+
+
 # --------------------------------------------------------------------------- plugins
 
 
@@ -398,6 +413,8 @@ _EXAMPLES = {
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
     "plugins": "  ordcore plugins\n  ordcore plugins --kind order --json",
     "demo": "  ordcore demo",
+    "sample-data": "  ordcore sample-data -o .\n"
+    "  ordcore index build base.fvecs -o glosses.ordann --metric cosine",
 }
 
 
@@ -522,6 +539,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--kind", default=None, help="only list components of this kind")
     p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser(
+        "sample-data",
+        help="write the bundled data as files the other commands read",
+        description="Write the bundled real data (10,000 WordNet gloss embeddings with 200 "
+        "queries and their exact top-10; token counts of 22,149 man pages) as base.fvecs, "
+        "queries.fvecs, gt.ivecs, lengths.npy and lengths.txt.",
+        **_parser_class("sample-data"),
+    )
+    p.add_argument("-o", "--output", default=".", help="folder to write the files to")
+    p.set_defaults(func=_cmd_sample_data)
 
     p = sub.add_parser("demo", help="every module on bundled real data", **_parser_class("demo"))
     p.add_argument("--threads", type=_positive_int, default=None,
