@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,3 +112,47 @@ def run_isolated(
                     f"{', '.join(names) or 'no error'}):\n{report['traceback']}")  # fmt: skip
     return IsolatedResult(report["outcome"], report["error_type"], report["error"],
                           proc.stdout, proc.stderr[:marker])  # fmt: skip
+
+
+def run_forked(
+    fn: Callable[[], object],
+    *,
+    expect: tuple[type[BaseException], ...] = (),
+    limit_bytes: int = DEFAULT_LIMIT_BYTES,
+    timeout: int = 60,
+) -> str:
+    """Call ``fn`` in a forked child of this process under ``RLIMIT_AS = limit_bytes``.
+
+    Much cheaper than :func:`run_isolated` (no new interpreter, nothing to import), for
+    sweeps over many inputs. Returns ``"returned"``, ``"expected"`` (raised one of
+    ``expect``), ``"raised <Type>: <message>"``, ``"signal <NAME>"`` or ``"timeout"``; the
+    caller asserts on it. POSIX only.
+    """
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the test runner
+        code = 0
+        try:
+            os.close(read_fd)
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+            signal.alarm(timeout)
+            try:
+                fn()
+                message = "returned"
+            except expect:
+                message = "expected"
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                message = f"raised {type(exc).__name__}: {exc}"[:2000]
+            os.write(write_fd, message.encode())
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        message = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        return "timeout" if sig == signal.SIGALRM else f"signal {signal.Signals(sig).name}"
+    return message or f"exit {os.WEXITSTATUS(status)} without a report"

@@ -39,7 +39,7 @@ RoBERTa-family models). ``cu_seqlens`` follow the flash-attention varlen contrac
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any, Union
@@ -199,6 +199,7 @@ class Plan:
 
     def __getitem__(self, p: int) -> npt.NDArray[np.int64]:
         n = self.num_packs
+        p = int_arg("p", p, None, None)
         if not -n <= p < n:
             raise IndexError(f"pack {p} out of range for a plan of {n} packs")
         p %= n
@@ -239,17 +240,24 @@ class Plan:
         """
         from ordcore.errors import IndexFormatError
 
+        if not (hasattr(arrays, "keys") and hasattr(arrays, "__getitem__")):
+            raise InvalidArgumentError(
+                f"arrays: expected a mapping of arrays (Plan.to_dict()), got {type(arrays).__name__}"
+            )
         try:
             a = {k: arrays[k] for k in (*_PLAN_ARRAYS, "max_len", "pad_to_multiple_of")}
             algorithm = str(arrays["algorithm"]) if "algorithm" in arrays else "unknown"
         except KeyError as exc:
             raise IndexFormatError(f"not an ordcore packing plan: missing {exc}") from None
         def i64(k: str) -> npt.NDArray[np.int64]:
-            return np.ascontiguousarray(a[k], dtype=np.int64)
+            try:
+                return np.ascontiguousarray(a[k], dtype=np.int64)
+            except OverflowError:
+                raise InvalidArgumentError(f"arrays[{k!r}]: a value does not fit int64") from None
 
         core = _core.PackingPlan.from_arrays(
-            int(a["max_len"]),
-            int(a["pad_to_multiple_of"]),
+            int_arg("max_len", a["max_len"]),
+            int_arg("pad_to_multiple_of", a["pad_to_multiple_of"]),
             i64("pack_offsets"),
             i64("seq_index"),
             i64("start"),
@@ -788,9 +796,22 @@ class StreamingPacker:
         }
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        """Restores a position saved by :meth:`state_dict` (same settings required)."""
+        """Restores a position saved by :meth:`state_dict` (same settings required).
+
+        Raises
+        ------
+        ordcore.InvalidArgumentError
+            ``state`` is not such a dict, or was saved with another ``seed``/``buffer_size``.
+        """
+        if not isinstance(state, Mapping):
+            raise InvalidArgumentError(
+                f"state: expected the dict of state_dict(), got {type(state).__name__}"
+            )
+        missing = [k for k in ("window", "window_start", "rows_done") if k not in state]
+        if missing:
+            raise InvalidArgumentError(f"state: missing {', '.join(missing)} (not a state_dict())")
         for key in ("seed", "buffer_size"):
-            if key in state and int(state[key]) != getattr(self, key):
+            if key in state and int_arg(f"state[{key!r}]", state[key], None, None) != getattr(self, key):
                 raise InvalidArgumentError(
                     f"state: was saved with {key}={state[key]}, this packer has "
                     f"{getattr(self, key)}"

@@ -1131,6 +1131,12 @@ fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stats> {
             "plan",
             "pack {p} is empty or offsets decrease"
         );
+        ensure!(
+            off[p + 1] as usize <= ns,
+            "plan",
+            "pack {p} ends at segment {}, past the {ns} segments",
+            off[p + 1]
+        );
         let mut used = 0i64;
         for k in off[p] as usize..off[p + 1] as usize {
             seq_of(plan, k, n)?;
@@ -1467,6 +1473,16 @@ mod tests {
             pad_to_multiple_of: 1,
             seed: 0,
         }
+    }
+
+    #[test]
+    fn loaded_pack_offsets_past_the_segments_are_an_error_not_a_panic() {
+        // found by tests/test_fuzz_api.py: an offset past the segments indexed out of bounds
+        let mut p = plan(&[5, 3, 8, 12, 1], Algorithm::Lpfhp, &opts(12)).unwrap();
+        assert!(compute_stats(&p).is_ok());
+        p.pack_offsets[1] = i64::MAX;
+        let err = compute_stats(&p).unwrap_err().to_string();
+        assert!(err.contains("past the"), "{err}");
     }
 
     #[test]
