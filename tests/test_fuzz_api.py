@@ -349,6 +349,18 @@ def _target(qualname: str) -> tuple[Callable[[], Any] | None, str]:
     return None, ""
 
 
+def _resolve(qualname: str) -> Callable[..., Any]:
+    """What to call for ``qualname``: a bound method of a fresh instance, the class for a
+    constructor, else the function."""
+    make, method = _target(qualname)
+    if make is not None:
+        return getattr(make(), method)  # type: ignore[no-any-return]
+    if qualname.endswith(".__init__"):
+        module, cls = qualname[: -len(".__init__")].rsplit(".", 1)
+        return getattr(importlib.import_module(module), cls)  # type: ignore[no-any-return]
+    return API[qualname]
+
+
 def _is_method(qualname: str) -> bool:
     return qualname.rsplit(".", 1)[0] in INSTANCES or qualname.endswith(".__init__")
 
@@ -409,20 +421,14 @@ def _allowed_for(func: Callable[..., Any]) -> tuple[type[BaseException], ...]:
 
 def check_call(qualname: str, data: st.DataObject) -> None:
     func = API[qualname]
-    make, method = _target(qualname)
+    make, _ = _target(qualname)
     positional, keyword = _call_plan(func, skip_self=make is not None or qualname.endswith("__init__"))
     allowed = _allowed_for(func)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         args = [data.draw(strategy_for(p), label=p.name) for p in positional]
         kwargs = {name: data.draw(strategy_for(p), label=name) for name, p in keyword.items()}
-        if make is not None:
-            call: Callable[..., Any] = getattr(make(), method)
-        elif qualname.endswith(".__init__"):
-            module, cls = qualname[: -len(".__init__")].rsplit(".", 1)
-            call = getattr(importlib.import_module(module), cls)
-        else:
-            call = func
+        call = _resolve(qualname)
         if qualname.endswith(".__getitem__"):
             allowed += (IndexError,)  # the sequence protocol: out of range ends iteration
         try:
@@ -495,21 +501,14 @@ def _large_cases() -> list[Any]:
 
 def _call_with(qualname: str, name: str, value: int) -> Callable[[], Any]:
     func = API[qualname]
-    make, method = _target(qualname)
+    make, _ = _target(qualname)
     positional, keyword = _call_plan(func, skip_self=make is not None or qualname.endswith("__init__"))
 
     def call() -> None:
         warnings.simplefilter("ignore")
         args = [value if p.name == name else _value(p) for p in positional]
         kwargs = {k: value if k == name else _value(p) for k, p in keyword.items()}
-        if make is not None:
-            target: Callable[..., Any] = getattr(make(), method)
-        elif qualname.endswith(".__init__"):
-            module, cls = qualname[: -len(".__init__")].rsplit(".", 1)
-            target = getattr(importlib.import_module(module), cls)
-        else:
-            target = func
-        result = target(*args, **kwargs)
+        result = _resolve(qualname)(*args, **kwargs)
         if inspect.isgenerator(result):
             for _ in zip(range(5), result):
                 pass
@@ -565,6 +564,9 @@ def _plan_dict(**changes: Any) -> dict[str, Any]:
         (lambda: packing.StreamingPacker(16).load_state_dict(np.array({"window": 0})),
          InvalidArgumentError),
         (lambda: packing.StreamingPacker(16).load_state_dict({"window": 0}), InvalidArgumentError),
+        # ZeroDivisionError: found with no columns and k=None
+        (lambda: ann.recall_at_k(np.zeros((3, 0), np.int8), np.zeros((3, 0), np.int8)),
+         InvalidArgumentError),
     ],
 )
 def test_fuzz_findings(call: Callable[[], Any], error: type[BaseException]) -> None:

@@ -281,6 +281,8 @@ def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None
             f"found: shapes {f.shape} and {t.shape} must be 2-D with equal rows"
         )
     kk = f.shape[1] if k is None else _positive_int(k, "k")
+    if kk == 0:
+        raise InvalidArgumentError("found: has no columns, so k defaults to 0 (recall@0 is undefined)")
     if kk > f.shape[1] or kk > t.shape[1]:
         raise InvalidArgumentError(f"k: {kk} exceeds the columns of found or truth")
     if f.shape[0] == 0:
