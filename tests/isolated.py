@@ -121,7 +121,9 @@ def run_forked(
     limit_bytes: int = DEFAULT_LIMIT_BYTES,
     timeout: int = 60,
 ) -> str:
-    """Call ``fn`` in a forked child of this process under ``RLIMIT_AS = limit_bytes``.
+    """Call ``fn`` in a forked child of this process, allowed ``limit_bytes`` of address
+    space beyond what this process already maps (``RLIMIT_AS`` = mapped + ``limit_bytes``:
+    a test runner that imported torch may map several GiB before the call).
 
     Much cheaper than :func:`run_isolated` (no new interpreter, nothing to import), for
     sweeps over many inputs. Returns ``"returned"``, ``"expected"`` (raised one of
@@ -136,7 +138,8 @@ def run_forked(
             os.close(read_fd)
             import resource
 
-            resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+            limit = _mapped_bytes() + limit_bytes
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             signal.alarm(timeout)
             try:
                 fn()
@@ -156,3 +159,12 @@ def run_forked(
         sig = os.WTERMSIG(status)
         return "timeout" if sig == signal.SIGALRM else f"signal {signal.Signals(sig).name}"
     return message or f"exit {os.WEXITSTATUS(status)} without a report"
+
+
+def _mapped_bytes() -> int:
+    """The virtual memory this process maps now (``/proc/self/statm``; 0 elsewhere)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
