@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ordcore import ann
+from ordcore.errors import InvalidArgumentError
 from ordcore._io import read_lengths, read_vecs, read_vectors
 from ordcore.cli import main
 
@@ -203,10 +204,10 @@ def test_pack_baseline_follows_the_overlong_policy(
     np.save(tmp_path / "l.npy", np.array([100, 5, 30, 7]))
     assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "truncate"]) == 0
     out = capsys.readouterr().out
-    assert "unpacked: 4 rows" in out and "truncated 1" in out
+    assert "unpacked: 4 rows" in out and "1 truncated" in out
     assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "drop"]) == 0
     out = capsys.readouterr().out
-    assert "unpacked: 3 rows" in out and "dropped 1" in out
+    assert "unpacked: 3 rows" in out and "1 dropped" in out
     assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "40", "--overlong", "split"]) == 0
     assert "unpacked: 6 rows" in capsys.readouterr().out
 
@@ -273,3 +274,134 @@ def test_trial_fixes_pipe_lists_directories_and_help(
     for out in helps.values():
         assert "(default: None)" not in out and "all cores" in out
     assert "(default: 16,32,64,128)" in " ".join(helps["eval"].split())
+
+
+# --------------------------------------------------------------------------- cosmetics
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    captured = capsys.readouterr()
+    assert captured.err.startswith("ordcore: error:"), captured.err
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    return captured.out, captured.err
+
+
+def test_pack_overlong_line_reads_as_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It printed 'overlong (split   ) split 508, ...'."""
+    np.save(tmp_path / "l.npy", np.array([5, 30, 8, 25]))
+    assert main(["pack", str(tmp_path / "l.npy"), "--max-len", "10", "--overlong", "split"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("overlong"))
+    assert line.split() == ["overlong", "split:", "2", "split,", "0", "truncated,", "0",
+                            "dropped", "sequences", "(0", "tokens", "dropped)"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["pack", "search", "build"])
+def test_output_folder_is_checked_before_the_work(
+    command: str, tmp_path: Path, vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`ordcore pack ... -o /nonexistent/plan.npz` printed the whole summary, then failed."""
+    base_path, query_path, _, _ = vectors
+    np.save(tmp_path / "l.npy", np.array([5, 3, 8]))
+    index_path = tmp_path / "x.ordann"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "-q",
+                 "--R", "8", "--L-build", "16"]) == 0  # fmt: skip
+    capsys.readouterr()
+    missing = str(tmp_path / "nonexistent" / "out.npz")
+    argv = {
+        "pack": ["pack", str(tmp_path / "l.npy"), "--max-len", "10", "-o", missing],
+        "search": ["index", "search", str(index_path), str(query_path), "-o", missing],
+        "build": ["index", "build", str(base_path), "-q", "-o", missing],
+    }[command]
+    assert main(argv) == 2
+    out, err = _one_line_error(capsys)
+    assert out == "" and "nonexistent" in err and "does not exist" in err
+    assert main([*argv[:-1], str(tmp_path)]) == 2  # a directory is no output file either
+    out, err = _one_line_error(capsys)
+    assert out == "" and "is a directory" in err
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_text_file_with_a_numpy_suffix(
+    suffix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A text file named lens.npy reported NumPy's advice about pickled data."""
+    path = tmp_path / f"lens{suffix}"
+    path.write_text("5\n3\n8\n")
+    assert main(["pack", str(path), "--max-len", "10"]) == 2
+    _, err = _one_line_error(capsys)
+    assert f"not a {suffix} file" in err and "pickle" not in err
+    with pytest.raises(InvalidArgumentError, match=f"not a {suffix} file"):
+        read_vectors(path)
+
+
+def test_huge_max_len_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--max-len 99999999999999999999` printed an OverflowError traceback, exit 1."""
+    np.save(tmp_path / "l.npy", np.array([5, 3, 8]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "ordcore", "pack", str(tmp_path / "l.npy"),
+         "--max-len", "99999999999999999999"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "max_len" in proc.stderr.replace("-", "_")
+    assert "Traceback" not in proc.stderr
+
+
+# --------------------------------------------------------------------------- scan --plot
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+@pytest.mark.parametrize("height, width", [(14, 14), (500, 500), (7, 2000), (300, 40)])
+def test_scan_plot_is_bounded(height: int, width: int, tmp_path: Path) -> None:
+    """500 x 500 wrote a 16,666 px square PNG; every figure is now at most 2,000 px a side."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "s.png"
+    assert main(["scan", "--height", str(height), "--width", str(width), "--plot", str(path)]) == 0
+    w, h = _png_size(path)
+    assert max(w, h) <= 2000 and min(w, h) >= 200
+    assert (w > h) == (width > height) or width == height
+
+
+def test_scan_plot_of_a_huge_grid_stays_small(tmp_path: Path) -> None:
+    """3000 x 3000 ended in MemoryError: std::bad_alloc (2,000 x 2,000 was killed at 14 GB):
+    under a 3 GiB address-space limit it now writes a bounded PNG."""
+    pytest.importorskip("matplotlib")
+    from isolated import run_isolated
+
+    path = tmp_path / "big.png"
+    result = run_isolated(
+        f"""
+        from ordcore.cli import main
+        assert main(["scan", "--height", "3000", "--width", "3000", "--plot", {str(path)!r}]) == 0
+        """,
+        limit_bytes=3 * 2**30,
+    )
+    assert "plot written" in result.stdout
+    assert max(_png_size(path)) <= 2000
+
+
+# --------------------------------------------------------------------------- sample-data
+
+
+def test_sample_data_writes_the_bundled_sets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ordcore import datasets
+
+    assert main(["sample-data", "-o", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    g = datasets.load_glosses()
+    np.testing.assert_array_equal(read_vecs(tmp_path / "base.fvecs"), g.base.astype(np.float32))
+    np.testing.assert_array_equal(read_vecs(tmp_path / "queries.fvecs"), g.queries.astype(np.float32))
+    np.testing.assert_array_equal(read_vecs(tmp_path / "gt.ivecs"), g.truth)
+    lengths = datasets.load_doc_lengths()
+    np.testing.assert_array_equal(read_lengths(str(tmp_path / "lengths.npy")), lengths)
+    np.testing.assert_array_equal(read_lengths(str(tmp_path / "lengths.txt")), lengths)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(datasets.EXPORT_FILES)
+    assert all(name in out for name in datasets.EXPORT_FILES)
+    assert main(["sample-data", "-o", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err

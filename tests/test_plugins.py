@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import ordcore
-from ordcore import cli, plugins
+from ordcore import cli, plugins, sfc
 from ordcore._builtin_plugin import SCAN_KINDS
 from ordcore.errors import (
     InvalidArgumentError,
@@ -248,20 +248,20 @@ def test_import_ordcore_imports_neither_torch_nor_plugins() -> None:
 
 def test_discovery_happens_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = importlib.metadata.entry_points
+    real = importlib.metadata.distributions
 
     def counting(**kwargs: object) -> object:
         calls.append(kwargs)
-        return real(**kwargs)  # type: ignore[arg-type]
+        return real(**kwargs)
 
-    monkeypatch.setattr(importlib.metadata, "entry_points", counting)
+    monkeypatch.setattr(importlib.metadata, "distributions", counting)
     assert calls == []
     ordcore.list_components()
     ordcore.list_plugins()
     plugins.get_component("order", "raster").resolve()
     with pytest.raises(UnknownComponentError):
         ordcore.create("order", "nope")
-    assert calls == [{"group": "ordcore"}]
+    assert calls == [{}]
     plugins.reload_plugins()
     ordcore.list_plugins()
     assert len(calls) == 2
@@ -358,32 +358,125 @@ def test_plugin_raising_in_hook_registers_nothing(site: Path) -> None:
     assert "order/first" not in {c.key for c in ordcore.list_components()}
 
 
-def test_conflict_names_both_providers(site: Path) -> None:
-    make_dist(site, "tmpplug-a", "tmpplug_a", GOOD.format(name="same"))
-    make_dist(site, "tmpplug-b", "tmpplug_b", GOOD.format(name="same"))
+TWO = """
+from ordcore.plugins import hookimpl
+
+@hookimpl
+def ordcore_register_components(registry):
+    registry.add("order", "{name}", lambda **kw: ("{tag}", kw), description="{name}")
+    registry.add("order", "{other}", lambda **kw: ("{tag}", kw), description="{other}")
+"""
+
+
+def test_conflict_fails_only_the_conflicting_name(site: Path) -> None:
+    """Two plugins register 'order/same': creating that name raises PluginConflictError
+    naming both providers; every other component (built-in, either plugin's others) works."""
+    make_dist(site, "tmpplug-a", "tmpplug_a", TWO.format(name="same", other="only-a", tag="a"))
+    make_dist(site, "tmpplug-b", "tmpplug_b", TWO.format(name="same", other="only-b", tag="b"))
     plugins.reload_plugins()
-    with pytest.warns(PluginLoadWarning, match="conflicts"):
+    with pytest.warns(PluginLoadWarning) as record:
         infos = {p.name: p for p in ordcore.list_plugins()}  # listing still works
+    (warning,) = [w for w in record if issubclass(w.category, PluginLoadWarning)]
+    message = str(warning.message)
+    assert "'order/same'" in message and "'tmpplug-a' 1.2.3" in message
+    assert "raises PluginConflictError" in message and "is ignored" not in message
     assert infos["tmpplug-a"].status == "loaded"
     assert infos["tmpplug-b"].status == "conflict"
-    for call in (lambda: ordcore.create("order", "same"), ordcore.list_components):
-        with pytest.raises(PluginConflictError, match="'order/same'.*'tmpplug-a' 1.2.3.*'tmpplug-b'"):
-            call()
+    assert infos["tmpplug-b"].components == ("order/only-b",)
+    with pytest.raises(PluginConflictError, match="'order/same'.*'tmpplug-a' 1.2.3.*'tmpplug-b'"):
+        ordcore.create("order", "same")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # what the warning said is what happens, no more
+        assert ordcore.create("order", "only-a", x=1) == ("a", {"x": 1})
+        assert ordcore.create("order", "only-b", x=2) == ("b", {"x": 2})
+        assert ordcore.create("order", "raster", height=1, width=2).tolist() == [0, 1]
+        keys = {c.key for c in ordcore.list_components()}
+    assert {"order/only-a", "order/only-b", "order/hilbert"} <= keys
+    assert "order/same" not in keys  # it cannot be created, so it is not listed
     # the suggested fix works
     os.environ["ORDCORE_DISABLE_PLUGINS"] = "tmpplug-b"
     try:
         plugins.reload_plugins()
-        assert ordcore.create("order", "same", x=1) == {"x": 1}
+        assert ordcore.create("order", "same", x=1) == ("a", {"x": 1})
     finally:
         del os.environ["ORDCORE_DISABLE_PLUGINS"]
 
 
-def test_conflict_with_a_builtin(site: Path) -> None:
-    make_dist(site, "tmpplug-shadow", "tmpplug_shadow", GOOD.format(name="hilbert"))
+def test_conflict_with_a_builtin_keeps_the_builtin(site: Path) -> None:
+    """A plugin re-registering a built-in name: the built-in stays (as the warning says),
+    the plugin's other components register, nothing else fails."""
+    make_dist(site, "tmpplug-shadow", "tmpplug_shadow",
+              TWO.format(name="hilbert", other="extra", tag="s"))  # fmt: skip
     plugins.reload_plugins()
-    with pytest.warns(PluginLoadWarning):
-        with pytest.raises(PluginConflictError, match="'ordcore'.*'tmpplug-shadow'"):
-            ordcore.list_components()
+    with pytest.warns(PluginLoadWarning, match="'order/hilbert'.*built-in.*is used") as record:
+        infos = {p.name: p for p in ordcore.list_plugins()}
+    assert len([w for w in record if issubclass(w.category, PluginLoadWarning)]) == 1
+    assert infos["tmpplug-shadow"].status == "conflict"
+    assert "'ordcore'" in (infos["tmpplug-shadow"].error or "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ordcore.create("order", "hilbert", height=2, width=2).tolist() == (
+            sfc.scan_order(2, 2, "hilbert").tolist()
+        )
+        assert plugins.get_component("order", "hilbert").plugin == "ordcore"
+        assert ordcore.create("order", "extra", y=3) == ("s", {"y": 3})
+        assert ordcore.create("order", "snake", height=2, width=2).tolist() == [0, 1, 3, 2]
+        assert "order/extra" in {c.key for c in ordcore.list_components()}
+
+
+def test_plugin_duplicating_its_own_name_is_an_error(site: Path) -> None:
+    make_dist(site, "tmpplug-twice", "tmpplug_twice",
+              TWO.format(name="twice", other="twice", tag="t"))  # fmt: skip
+    plugins.reload_plugins()
+    with pytest.warns(PluginLoadWarning, match="tmpplug-twice.*is ignored"):
+        infos = {p.name: p for p in ordcore.list_plugins()}
+    assert infos["tmpplug-twice"].status == "error"
+    assert "order/twice" not in {c.key for c in ordcore.list_components()}
+
+
+def _bad_entry_points(site: Path, dist: str, text: str) -> None:
+    info = site / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(text)
+
+
+def test_malformed_entry_points_break_only_their_distribution(site: Path) -> None:
+    """A line without '=' in one distribution's entry_points.txt made
+    importlib.metadata.entry_points() raise (TypeError: Pair.__new__() missing ...) and
+    with it every plugin and built-in. Now that distribution alone is skipped: listed as an
+    error and warned about once if it declares an [ordcore] plugin, ignored otherwise."""
+    _bad_entry_points(site, "tmpplug_badep", "[ordcore]\nbadep = tmpplug_badep\nbroken line\n")
+    _bad_entry_points(site, "unrelated_badep", "[console_scripts]\nnot a pair\n")
+    make_dist(site, "tmpplug-okay", "tmpplug_okay", GOOD.format(name="okay"))
+    plugins.reload_plugins()
+    with pytest.warns(PluginLoadWarning, match="tmpplug_badep.*entry_points.txt") as record:
+        infos = {p.name: p for p in ordcore.list_plugins()}
+    assert len([w for w in record if issubclass(w.category, PluginLoadWarning)]) == 1
+    assert infos["tmpplug_badep"].status == "error"
+    assert "entry_points.txt" in (infos["tmpplug_badep"].error or "")
+    assert "unrelated_badep" not in infos  # not an ordcore plugin: none of our business
+    assert infos["tmpplug-okay"].status == "loaded"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ordcore.create("order", "okay", a=1) == {"a": 1}
+        assert ordcore.create("order", "raster", height=1, width=2).tolist() == [0, 1]
+        ordcore.list_plugins()
+
+
+def test_malformed_entry_points_in_a_fresh_interpreter(site: Path) -> None:
+    _bad_entry_points(site, "unrelated_badep2", "[console_scripts]\nnot a pair\n")
+    proc = _run(
+        """
+        import ordcore
+        print(ordcore.create("order", "raster", height=1, width=3).tolist())
+        print([p.status for p in ordcore.list_plugins()][0])
+        """,
+        PYTHONPATH=str(site),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[0,", "1,", "2]", "loaded"]
+    assert "Warning" not in proc.stderr
 
 
 def test_registry_validates_arguments() -> None:
@@ -399,7 +492,7 @@ def test_registry_validates_arguments() -> None:
     with pytest.raises(InvalidArgumentError, match="requires"):
         reg.add("order", "x", print, requires=(">=1",))
     reg.add("order", "x", "mod:attr", requires=["torch>=2"], description="d")
-    with pytest.raises(PluginConflictError, match="'me' 1.0 and plugin 'me' 1.0"):
+    with pytest.raises(PluginConflictError, match="'order/x' is registered twice by plugin 'me' 1.0"):
         reg.add("order", "x", print)
     (comp,) = reg.components().values()
     assert (comp.key, comp.plugin, comp.requires, comp.description) == (

@@ -9,17 +9,53 @@ import numpy as np
 
 from ordcore.errors import DTypeError, InvalidArgumentError
 
-__all__ = ["int_arg", "num_threads_arg"]
+__all__ = ["INT64_MIN", "INT64_MAX", "UINT64_MAX", "int_arg", "size_arg", "num_threads_arg"]
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
 
 
-def int_arg(name: str, value: object) -> int:
-    """``value`` as a Python int; ``DTypeError`` naming ``name`` for bools and non-integers."""
+def _show(v: int) -> str:
+    text = str(v)
+    return text if len(text) <= 24 else f"{text[:8]}...{text[-4:]} ({len(text)} digits)"
+
+
+def int_arg(
+    name: str, value: object, lo: int | None = INT64_MIN, hi: int | None = INT64_MAX
+) -> int:
+    """``value`` as a Python int in ``[lo, hi]`` (``None``: unbounded on that side).
+
+    The default range is int64, what every integer parameter of the Rust core accepts at
+    most; a tighter range is the caller's (``lo=1`` for sizes, ``lo=0, hi=UINT64_MAX`` for
+    ``usize`` and seeds). Every public function routes its integer arguments through here,
+    so a huge Python int becomes an error naming the argument, never a bare
+    ``OverflowError`` from the binding.
+
+    Raises
+    ------
+    DTypeError
+        ``value`` is a bool or not an integer (``operator.index`` fails).
+    InvalidArgumentError
+        ``value`` is outside ``[lo, hi]``; the message names ``name`` and the bound.
+    """
     if isinstance(value, (bool, np.bool_)):
         raise DTypeError(f"{name}: must be an integer, got a bool")
     try:
-        return operator.index(value)  # type: ignore[arg-type]
+        v = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise DTypeError(f"{name}: must be an integer, got {type(value).__name__}") from None
+    if lo is not None and v < lo:
+        raise InvalidArgumentError(f"{name}: must be at least {_show(lo)}, got {_show(v)}")
+    if hi is not None and v > hi:
+        bound = {INT64_MAX: "2**63 - 1", UINT64_MAX: "2**64 - 1"}.get(hi, _show(hi))
+        raise InvalidArgumentError(f"{name}: must be at most {bound}, got {_show(v)}")
+    return v
+
+
+def size_arg(name: str, value: object, lo: int = 0) -> int:
+    """A count or size: an int in ``[lo, 2**63 - 1]``."""
+    return int_arg(name, value, lo, INT64_MAX)
 
 
 def max_threads() -> int:

@@ -9,7 +9,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import NDArray
 
-from ordcore.plugins import Registry, hookimpl
+from ordcore._plugin_api import Registry, hookimpl
 from ordcore.sfc import SCAN_KINDS, ScanKind, scan_order
 
 __all__ = ["SCAN_KINDS", "ordcore_register_components"]

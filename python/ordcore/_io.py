@@ -11,7 +11,7 @@ import numpy.typing as npt
 
 from ordcore.errors import InvalidArgumentError
 
-__all__ = ["read_vectors", "read_lengths", "read_vecs"]
+__all__ = ["read_vectors", "read_lengths", "read_vecs", "write_vecs", "write_atomic"]
 
 _VECS_DTYPES: dict[str, np.dtype[Any]] = {".fvecs": np.dtype("<f4"), ".ivecs": np.dtype("<i4"), ".bvecs": np.dtype("u1")}
 
@@ -52,6 +52,42 @@ def read_vecs(path: str | Path) -> npt.NDArray[Any]:
     return records[:, 4:].copy().view(dtype).astype(dtype.newbyteorder("="))
 
 
+_MAGIC = {".npy": b"\x93NUMPY", ".npz": b"PK"}  # format.MAGIC_PREFIX; any zip archive
+
+
+def write_vecs(path: str | Path, arr: npt.ArrayLike) -> None:
+    """Write a 2-D array as ``.fvecs`` (float32), ``.ivecs`` (int32) or ``.bvecs`` (uint8),
+    chosen by the extension: per row a little-endian int32 dimension, then the row. The
+    inverse of :func:`read_vecs`. Raises InvalidArgumentError for another extension or a
+    value that does not fit the format's dtype."""
+    path = Path(path)
+    dtype = _VECS_DTYPES.get(path.suffix.lower())
+    if dtype is None:
+        raise InvalidArgumentError(f"{path}: expected .fvecs, .ivecs or .bvecs")
+    a = np.asarray(arr)
+    if a.ndim != 2:
+        raise InvalidArgumentError(f"arr: expected a 2-D array, got shape {a.shape}")
+    body = a.astype(dtype)
+    if dtype.kind != "f" and not np.array_equal(body, a):
+        raise InvalidArgumentError(f"arr: values do not fit {path.suffix} ({dtype})")
+    n, d = body.shape
+    header = np.full((n, 1), d, dtype="<i4").view(np.uint8)
+    rows = np.concatenate([header, np.ascontiguousarray(body).view(np.uint8).reshape(n, -1)], 1)
+    write_atomic(path, rows.tobytes())
+
+
+def write_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, so a reader
+    never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _load_array(spec: str) -> npt.NDArray[Any]:
     """Load ``.npy`` or ``.npz[:NAME]``; errors name the file."""
     name = None
@@ -61,8 +97,17 @@ def _load_array(spec: str) -> npt.NDArray[Any]:
     path = Path(text)
     if not path.is_file():
         raise InvalidArgumentError(f"{path}: no such file")
+    suffix = ".npy" if path.suffix.lower() == ".npy" else ".npz"
+    with open(path, "rb") as f:
+        head = f.read(len(_MAGIC[suffix]))
+    if head != _MAGIC[suffix]:
+        kind = "a NumPy array file" if suffix == ".npy" else "a NumPy zip archive"
+        raise InvalidArgumentError(
+            f"{path}: not a {suffix} file (it does not start like {kind}; "
+            "name a text file of lengths e.g. lengths.txt)"
+        )
     try:
-        if path.suffix.lower() == ".npy":
+        if suffix == ".npy":
             arr: npt.NDArray[Any] = np.load(path, allow_pickle=False)
             return arr
         with np.load(path, allow_pickle=False) as data:

@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
-from ordcore._args import num_threads_arg
+from ordcore._args import UINT64_MAX, int_arg, num_threads_arg, size_arg
 from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -143,13 +143,7 @@ def _check_metric(metric: str) -> None:
 
 
 def _positive_int(value: Any, arg: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
-    if value < 1:
-        raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
-    if value > 2**63 - 1:
-        raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
-    return int(value)
+    return size_arg(arg, value, 1)
 
 
 #: Largest ``dim``, ``R`` and ``L_build`` an index accepts (what the file format stores:
@@ -157,14 +151,6 @@ def _positive_int(value: Any, arg: str) -> int:
 _MAX_DIM = 2**20
 _MAX_R = 4096
 _MAX_L_BUILD = 2**32 - 1
-
-
-def _int_in_range(value: Any, arg: str, lo: int, hi: int, hi_text: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
-    if not lo <= value <= hi:
-        raise InvalidArgumentError(f"{arg}: must be in [{lo}, {hi_text}], got {value}")
-    return int(value)
 
 
 def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt.NDArray[np.uint64]:
@@ -253,7 +239,7 @@ def code_distance(
         native = c.astype(c.dtype.newbyteorder("="), copy=False).view(np.uint64)
         arrays.append(np.require(native, requirements=["C", "A"]))
     a, b = arrays
-    return _core.ann_code_distance(a, b, int(dim), int(bits))
+    return _core.ann_code_distance(a, b, size_arg("dim", dim), int_arg("bits", bits, 0))
 
 
 def exact_search(
@@ -315,6 +301,8 @@ def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None
             f"found: shapes {f.shape} and {t.shape} must be 2-D with equal rows"
         )
     kk = f.shape[1] if k is None else _positive_int(k, "k")
+    if kk == 0:
+        raise InvalidArgumentError("found: has no columns, so k defaults to 0 (recall@0 is undefined)")
     if kk > f.shape[1] or kk > t.shape[1]:
         raise InvalidArgumentError(f"k: {kk} exceeds the columns of found or truth")
     if f.shape[0] == 0:
@@ -433,10 +421,7 @@ def bq_fitness(
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
     sample = _positive_int(sample, "sample")
     k = _positive_int(k, "k")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not (
-        0 <= seed < 2**64
-    ):
-        raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+    seed = int_arg("seed", seed, 0, UINT64_MAX)
     a = _as_matrix(X, "X")
     if a.shape[0] <= k:
         raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
@@ -575,11 +560,11 @@ class BQGraphIndex:
     ) -> None:
         _check_metric(metric)
         # Every range is what the file format holds (saved parameters reload unchanged).
-        dim = _int_in_range(dim, "dim", 1, _MAX_DIM, "2**20")
+        dim = int_arg("dim", dim, 1, _MAX_DIM)
         if bits not in (1, 2):
             raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-        R = _int_in_range(R, "R", 2, _MAX_R, "4096")
-        L_build = _int_in_range(L_build, "L_build", 1, _MAX_L_BUILD, "2**32 - 1")
+        R = int_arg("R", R, 2, _MAX_R)
+        L_build = int_arg("L_build", L_build, 1, _MAX_L_BUILD)
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
@@ -588,10 +573,7 @@ class BQGraphIndex:
             raise InvalidArgumentError(
                 f"rotation: must be None or 'hadamard', got {rotation!r}"
             )
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not (
-            0 <= seed < 2**64
-        ):
-            raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
+        seed = int_arg("seed", seed, 0, UINT64_MAX)
         self._inner = _core.BQGraphIndex(
             dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed)
         )

@@ -1,6 +1,7 @@
 """The ``ordcore`` command line (also ``python -m ordcore``).
 
-Subcommands: ``index build|search|eval|info``, ``pack``, ``scan``, ``plugins``, ``demo``.
+Subcommands: ``index build|search|eval|info``, ``pack``, ``scan``, ``plugins``,
+``sample-data``, ``demo``.
 Errors print one line and exit with status 2; ``--debug`` shows the traceback.
 """
 
@@ -19,6 +20,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from ordcore._text import fmt_bytes as _fmt_bytes
+from ordcore._text import table as _table
 from ordcore.errors import OrdcoreError
 
 EXIT_USAGE = 2
@@ -55,20 +58,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def _check_output(option: str, path: str) -> None:
+    """Refuse an output path that cannot be written, before any work is done."""
+    target = Path(path)
+    if target.is_dir():
+        raise CliError(f"{option} {path}: is a directory, not a file")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise CliError(f"{option} {path}: folder {folder} does not exist")
 
 
 def _int_list(text: str) -> list[int]:
@@ -90,9 +87,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     X = read_vectors(args.vectors)
     if X.shape[0] == 0:
         raise CliError(f"{args.vectors}: holds no vectors")
-    out_dir = Path(args.output).resolve().parent
-    if not out_dir.is_dir():
-        raise CliError(f"-o {args.output}: folder {out_dir} does not exist")
+    _check_output("-o", args.output)
     index = ann.BQGraphIndex(
         X.shape[1],
         metric=args.metric,
@@ -136,6 +131,8 @@ def _load_index(path: str) -> Any:
 def _cmd_index_search(args: argparse.Namespace) -> int:
     from ordcore._io import read_vectors
 
+    if args.output:
+        _check_output("-o", args.output)
     index = _load_index(args.index)
     Q = read_vectors(args.queries)
     ids, dists = index.search(Q, k=args.k, ef_search=args.ef_search, num_threads=args.threads)
@@ -233,9 +230,9 @@ def _print_pack_stats(
         f"Martello-Toth L2: {stats.lower_bound_l2:,}"
     )
     print(
-        f"overlong ({overlong:<8}) split {stats.split_sequences:,}, truncated "
-        f"{stats.truncated_sequences:,}, dropped {stats.dropped_sequences:,} sequences "
-        f"({stats.dropped_tokens:,} tokens dropped)"
+        f"{'overlong':<19}{overlong}: {stats.split_sequences:,} split, "
+        f"{stats.truncated_sequences:,} truncated, {stats.dropped_sequences:,} dropped "
+        f"sequences ({stats.dropped_tokens:,} tokens dropped)"
     )
     print(f"planning time      {seconds * 1e3:.1f} ms")
 
@@ -245,6 +242,8 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     from ordcore._io import read_lengths
     from ordcore.packing import _files
 
+    if args.output:
+        _check_output("-o", args.output)
     out = Path(args.output) if args.output else None
     packed_out = out is not None and out.suffix.lower() in (".parquet", ".pq")
     table = None
@@ -263,8 +262,6 @@ def _cmd_pack(args: argparse.Namespace) -> int:
         lengths = read_lengths(args.lengths)
     if lengths.size == 0:
         raise CliError(f"{args.lengths}: holds no lengths")
-    if out is not None and not out.resolve().parent.is_dir():
-        raise CliError(f"-o {args.output}: folder {out.resolve().parent} does not exist")
     t0 = time.perf_counter()
     if table is not None and args.overlong in packing.PACK_DATASET_OVERLONG:
         from ordcore.packing._hf import plan_for_lengths
@@ -305,8 +302,7 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     if args.plot:
         if importlib.util.find_spec("matplotlib") is None:
             raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'")
-        if not Path(args.plot).resolve().parent.is_dir():
-            raise CliError(f"--plot {args.plot}: folder does not exist")
+        _check_output("--plot", args.plot)
     order = sfc.scan_order(args.height, args.width, args.kind)
     loc = sfc.locality(order, args.height, args.width)
     print(f"{args.kind} scan of a {args.height}x{args.width} grid")
@@ -318,7 +314,19 @@ def _cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+PLOT_MAX_PX = 2000
+"""The longest side of a ``scan --plot`` figure, in pixels."""
+
+PLOT_PATH_MAX_CELLS = 250
+"""Grids with at most this many cells a side are drawn as a path (at least 8 px a cell);
+larger ones as an image of each cell's visiting step."""
+
+
 def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str) -> None:
+    """Draw the scan in a figure of at most ``PLOT_MAX_PX`` pixels a side: the path itself
+    for small grids (lines thinner as cells shrink), for large ones each cell coloured by
+    the step at which the scan visits it (strided down to the pixel budget), so memory and
+    file size stay bounded whatever the grid."""
     try:
         import matplotlib
 
@@ -326,19 +334,50 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
         import matplotlib.pyplot as plt
     except ImportError:
         raise CliError("--plot needs matplotlib: pip install 'ordcore[plot]'") from None
-    rows, cols = np.divmod(order, width)
-    fig, ax = plt.subplots(figsize=(max(3, width / 3), max(3, height / 3)))
-    ax.plot(cols, rows, "-", color="tab:blue", linewidth=1.5)
-    ax.scatter(cols[:1], rows[:1], color="tab:green", zorder=3, label="start")
-    ax.scatter(cols[-1:], rows[-1:], color="tab:red", zorder=3, label="end")
-    ax.set_xlim(-0.5, width - 0.5)
-    ax.set_ylim(height - 0.5, -0.5)
-    ax.set_aspect("equal")
-    ax.set_title(f"{kind} scan, {height}x{width}")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize="small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    dpi = 100
+    cell_px = min(100 / 3, (PLOT_MAX_PX - 100) / max(height, width))  # 100 px for margins
+    inches = (max(3.0, width * cell_px / dpi), max(3.0, height * cell_px / dpi))
+    fig, ax = plt.subplots(figsize=inches)
+    try:
+        if max(height, width) <= PLOT_PATH_MAX_CELLS:
+            rows, cols = np.divmod(order, width)
+            ax.plot(cols, rows, "-", color="tab:blue", linewidth=min(1.5, 0.2 * cell_px))
+            ax.scatter(cols[:1], rows[:1], color="tab:green", zorder=3, label="start")
+            ax.scatter(cols[-1:], rows[-1:], color="tab:red", zorder=3, label="end")
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=2, fontsize="small")
+            title = f"{kind} scan, {height}x{width}"
+        else:
+            step = max(1, -(-max(height, width) // (PLOT_MAX_PX - 100)))
+            rank = np.empty(height * width, dtype=np.float32)
+            rank[order] = np.arange(height * width, dtype=np.float32)
+            image = rank.reshape(height, width)[::step, ::step]
+            ax.imshow(image, cmap="viridis", interpolation="nearest",
+                      extent=(-0.5, width - 0.5, height - 0.5, -0.5))  # fmt: skip
+            title = f"{kind} scan, {height}x{width}: colour = visiting step"
+            if step > 1:
+                title += f" (every {step}th cell)"
+        ax.set_xlim(-0.5, width - 0.5)
+        ax.set_ylim(height - 0.5, -0.5)
+        ax.set_aspect("equal")
+        ax.set_title(title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+    finally:
+        plt.close(fig)
+
+
+# --------------------------------------------------------------------------- sample-data
+
+
+def _cmd_sample_data(args: argparse.Namespace) -> int:
+    from ordcore import datasets
+
+    folder = Path(args.output)
+    if not folder.is_dir():
+        raise CliError(f"-o {args.output}: folder does not exist")
+    for path in datasets.export(folder):
+        print(f"{str(path):<28} {datasets.EXPORT_FILES[path.name]}")
+    return 0
 
 
 # --------------------------------------------------------------------------- plugins
@@ -346,15 +385,11 @@ def _plot_scan(order: np.ndarray, height: int, width: int, kind: str, path: str)
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
     from ordcore import plugins
-    from ordcore.errors import PluginConflictError
 
     infos = plugins.list_plugins()
-    try:
-        comps = plugins.list_components(args.kind)
-        conflict = None
-    except PluginConflictError as exc:
-        comps, conflict = [], str(exc)
-    failed = conflict is not None or any(i.status in ("error", "conflict") for i in infos)
+    comps = plugins.list_components(args.kind)
+    conflict = "; ".join(i.error or "" for i in infos if i.status == "conflict") or None
+    failed = any(i.status in ("error", "conflict") for i in infos)
     if args.json:
         out = {
             "plugins": [asdict(i) for i in infos],
@@ -382,8 +417,6 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         print(line.rstrip())
         if info.error:
             print(f"      {info.error}")
-    if conflict:
-        print(f"\nconflict: {conflict}", file=sys.stderr)
     print("components:")
     for c in comps:
         missing = c.missing_requirements()
@@ -414,6 +447,8 @@ _EXAMPLES = {
     "scan": "  ordcore scan --height 14 --width 14 --kind hilbert --plot hilbert.png",
     "plugins": "  ordcore plugins\n  ordcore plugins --kind order --json",
     "demo": "  ordcore demo",
+    "sample-data": "  ordcore sample-data -o .\n"
+    "  ordcore index build base.fvecs -o glosses.ordann --metric cosine",
 }
 
 
@@ -547,6 +582,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--kind", default=None, help="only list components of this kind")
     p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser(
+        "sample-data",
+        help="write the bundled data as files the other commands read",
+        description="Write the bundled real data (10,000 WordNet gloss embeddings with 200 "
+        "queries and their exact top-10; token counts of 22,149 man pages) as base.fvecs, "
+        "queries.fvecs, gt.ivecs, lengths.npy and lengths.txt.",
+        **_parser_class("sample-data"),
+    )
+    p.add_argument("-o", "--output", default=".", help="folder to write the files to")
+    p.set_defaults(func=_cmd_sample_data)
 
     p = sub.add_parser("demo", help="every module on bundled real data", **_parser_class("demo"))
     p.add_argument("--threads", type=_positive_int, default=None,

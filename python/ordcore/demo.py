@@ -17,10 +17,9 @@ from typing import get_args
 import numpy as np
 
 from ordcore import ann, datasets, hadamard, packing, sfc
-from ordcore.cli import _table
+from ordcore._text import table
 
 __all__ = ["run_demo"]
-
 
 
 def _section(title: str) -> None:
@@ -53,7 +52,7 @@ def _demo_index(num_threads: int | None) -> None:
         found, _ = index.search(queries, k=10, ef_search=ef, num_threads=num_threads)
         qps = len(queries) / (time.perf_counter() - t0)
         rows.append([str(ef), f"{ann.recall_at_k(found, truth):.3f}", f"{qps:,.0f}"])
-    print(_table(["ef_search", "recall@10", "QPS"], rows))
+    print(table(["ef_search", "recall@10", "QPS"], rows))
     print(f"exact search (brute force): {exact_qps:,.0f} QPS")
     found, dists = index.search(queries[:3], k=3, ef_search=64)
     for q in range(3):
@@ -88,7 +87,7 @@ def _demo_packing() -> None:
                 ]
             )
     print("long documents are split into max_len fragments (overlong='split')")
-    print(_table(["max_len", "packing", "rows", "padding", "time"], rows))
+    print(table(["max_len", "packing", "rows", "padding", "time"], rows))
 
 
 def _demo_scan() -> None:
@@ -98,7 +97,7 @@ def _demo_scan() -> None:
         loc = sfc.locality(sfc.scan_order(14, 14, kind), 14, 14)
         values = loc._asdict()
         rows.append([kind] + [f"{v:.3f}" if isinstance(v, float) else str(v) for v in values.values()])
-    print(_table(["order", *sfc.Locality._fields], rows))
+    print(table(["order", *sfc.Locality._fields], rows))
 
 
 def _demo_hadamard() -> None:

@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from ordcore import _core
 from ordcore import gpu as _gpu
+from ordcore._args import INT64_MAX, UINT64_MAX, int_arg, num_threads_arg
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -69,22 +70,26 @@ _FLOAT_KINDS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 
 def is_supported_size(n: int) -> bool:
     """Whether ``n`` has the form ``K * 2**k`` with ``K`` in :data:`SUPPORTED_K`."""
-    return n >= 1 and bool(_core.hadamard_is_supported_size(int(n)))
+    n = int_arg("n", n, None, None)
+    return 1 <= n <= UINT64_MAX and bool(_core.hadamard_is_supported_size(n))
 
 
 def next_supported_size(n: int) -> int:
     """The smallest supported size ``>= n`` (``1`` for ``n <= 1``)."""
-    return int(_core.hadamard_next_supported_size(max(int(n), 0)))
+    return int(_core.hadamard_next_supported_size(max(int_arg("n", n, None, INT64_MAX), 0)))
 
 
 def supported_sizes(max_n: int) -> list[int]:
     """Every supported size ``<= max_n``, ascending (``[1, 2, 4, 8, 12, 16, 20, ...]``)."""
+    max_n = int_arg("max_n", max_n, None, None)
     if max_n < 1:
         return []
-    return [int(v) for v in _core.hadamard_supported_sizes(int(max_n))]
+    return [int(v) for v in _core.hadamard_supported_sizes(min(max_n, INT64_MAX))]
 
 
 def _check_size(arg: str, n: int) -> None:
+    if n > INT64_MAX:
+        raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {n}")
     if not is_supported_size(n):
         raise InvalidArgumentError(_core.hadamard_unsupported_size_message(arg, max(n, 0)))
 
@@ -190,10 +195,10 @@ def _fwht_impl(
     inplace = _core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64
 
     def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
-        into(src, dst, bool(normalized), inverse, num_threads)
+        into(src, dst, bool(normalized), inverse, num_threads_arg(num_threads))
 
     def inplace_kernel(rows: NDArray[Any]) -> None:
-        inplace(rows, bool(normalized), inverse, num_threads)
+        inplace(rows, bool(normalized), inverse, num_threads_arg(num_threads))
 
     return _rows_transform(arr, ax, out, out_dtype, kernel, inplace_kernel)
 
@@ -289,8 +294,9 @@ def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     InvalidArgumentError
         Unsupported or too large ``n``.
     """
-    _check_size("n", int(n))
-    h = _core.hadamard_matrix(int(n))
+    n = int_arg("n", n, None, None)
+    _check_size("n", n)
+    h = _core.hadamard_matrix(n)
     return np.asarray(h, dtype=dtype)
 
 
@@ -320,7 +326,7 @@ def pad_to_supported(
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
     cur = arr.shape[ax]
-    n = next_supported_size(cur) if size is None else int(size)
+    n = next_supported_size(cur) if size is None else int_arg("size", size, None, None)
     if n < cur:
         raise InvalidArgumentError(f"size: {n} is smaller than the current length {cur}")
     _check_size("size", n)
@@ -382,14 +388,11 @@ class RandomizedHadamard:
         group_size: int | None = None,
         dtype: DTypeLike = np.float32,
     ) -> None:
-        if not 0 <= int(seed) < 2**64:
-            raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
-        if int(blocks) < 1:
-            raise InvalidArgumentError(f"blocks: must be at least 1, got {blocks}")
-        if int(n) < 1:
-            raise InvalidArgumentError(f"n: must be at least 1, got {n}")
-        if group_size is not None and int(group_size) < 1:
-            raise InvalidArgumentError(f"group_size: must be at least 1, got {group_size}")
+        seed = int_arg("seed", seed, 0, UINT64_MAX)
+        blocks = int_arg("blocks", blocks, 1)
+        n = int_arg("n", n, 1)
+        if group_size is not None:
+            group_size = int_arg("group_size", group_size, 1)
         if group_size is None:
             _check_size("n", int(n))
         elif int(n) % int(group_size) == 0:
@@ -432,7 +435,7 @@ class RandomizedHadamard:
 
     def signs(self, block: int = 0) -> NDArray[np.float64]:
         """The signs ``D_{block+1}`` as a float64 vector of ``+1.0``/``-1.0`` (length ``n``)."""
-        if not 0 <= int(block) < self.blocks:
+        if not 0 <= int_arg("block", block, None, None) < self.blocks:
             raise InvalidArgumentError(f"block: must be in [0, {self.blocks}), got {block}")
         return np.asarray(self._core.signs(int(block)))
 
@@ -463,7 +466,7 @@ class RandomizedHadamard:
             fn = core.forward_f32 if f32 else core.forward_f64
 
         def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
-            dst[...] = fn(src, num_threads)
+            dst[...] = fn(src, num_threads_arg(num_threads))
 
         return _rows_transform(arr, ax, out, self._dtype, kernel, None)
 
@@ -515,9 +518,10 @@ def srht_indices(n: int, m: int, *, seed: int) -> NDArray[np.intp]:
     (stream "SRHTSAMP"); the first ``m`` positions, sorted. Uniform without replacement up
     to a bias below ``n / 2**64``.
     """
-    if not 0 <= int(seed) < 2**64:
-        raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
-    return np.asarray(_core.hadamard_srht_indices(int(n), int(m), int(seed)), dtype=np.intp)
+    n = int_arg("n", n, 0)
+    m = int_arg("m", m, 0)
+    seed = int_arg("seed", seed, 0, UINT64_MAX)
+    return np.asarray(_core.hadamard_srht_indices(n, m, seed), dtype=np.intp)
 
 
 def srht(
@@ -566,14 +570,14 @@ def srht(
     ax = _normalize_axis(axis, arr.ndim)
     n = arr.shape[ax]
     cdt = _compute_dtype("x", arr.dtype)
-    if not 1 <= int(m) <= n:
+    m = int_arg("m", m, None, None)
+    if not 1 <= m <= n:
         raise InvalidArgumentError(f"m: must be between 1 and the input length n = {n}, got {m}")
     _check_size("x", n)
-    if not 0 <= int(seed) < 2**64:
-        raise InvalidArgumentError(f"seed: must be in [0, 2**64), got {seed}")
+    seed = int_arg("seed", seed, 0, UINT64_MAX)
     moved = np.moveaxis(arr, ax, -1)
     src = np.ascontiguousarray(moved, dtype=cdt).reshape(-1, n)
     fn = _core.hadamard_srht_f32 if cdt == np.float32 else _core.hadamard_srht_f64
-    res = np.asarray(fn(src, int(m), int(seed), num_threads))
+    res = np.asarray(fn(src, m, seed, num_threads_arg(num_threads)))
     res = res.reshape(moved.shape[:-1] + (int(m),)).astype(arr.dtype.newbyteorder("="), copy=False)
     return np.ascontiguousarray(np.moveaxis(res, -1, ax))

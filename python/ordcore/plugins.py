@@ -22,11 +22,17 @@ registered through the same hook by the default plugin :mod:`ordcore._builtin_pl
 
 Discovery is lazy and happens once, on the first call of :func:`create`,
 :func:`list_components` or :func:`list_plugins` (``import ordcore`` never loads a plugin).
-Each entry point is loaded and its hook called inside its own ``try``/``except``: a broken
-plugin is listed by :func:`list_plugins` with its error, and one :class:`PluginLoadWarning`
-is issued for it. Two plugins registering the same ``(kind, name)`` make :func:`create` and
-:func:`list_components` raise :class:`~ordcore.errors.PluginConflictError` naming both
-providers (the second plugin's components are not registered).
+Each distribution's entry points are read, and each entry point loaded and its hook called,
+inside its own ``try``/``except``: a broken plugin (unimportable, raising in its hook, or
+declared in a malformed ``entry_points.txt``) is listed by :func:`list_plugins` with its
+error, and one :class:`PluginLoadWarning` is issued for it; nothing else is affected.
+
+A name registered twice fails alone, and only where it is used. When a plugin registers a
+``(kind, name)`` that another plugin already has, :func:`create` and :func:`get_component`
+of that one name raise :class:`~ordcore.errors.PluginConflictError` naming both providers
+(it is not listed by :func:`list_components`); a built-in name is never taken over, the
+built-in component stays in use. The plugin's other components register normally, its
+status is ``"conflict"`` and its warning says exactly this.
 
 Environment variables (read at discovery; call :func:`reload_plugins` after changing them):
 
@@ -48,24 +54,25 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.metadata
-import importlib.util
 import os
 import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pluggy
 
-from ordcore.errors import (
-    InvalidArgumentError,
-    MissingDependencyError,
-    PluginConflictError,
-    UnknownComponentError,
+from ordcore._plugin_api import (
+    Component,
+    HookSpecs,
+    Registry,
+    hookimpl,
+    hookspec,
+    provider_text,
 )
+from ordcore.errors import PluginConflictError, UnknownComponentError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -89,106 +96,13 @@ ENTRY_POINT_GROUP = "ordcore"
 BUILTIN_PLUGIN = "ordcore"
 """The name under which the built-in components are listed."""
 
-hookspec = pluggy.HookspecMarker("ordcore")
-"""Marks a hook specification (used by ordcore itself)."""
-
-hookimpl = pluggy.HookimplMarker("ordcore")
-"""Marks a plugin's hook implementation: ``@hookimpl def ordcore_register_components(...)``."""
-
-Factory = Callable[..., Any]
 PluginStatus = Literal["loaded", "error", "conflict", "disabled"]
 
-_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
-_REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._\-]*)")
 _TRUE = {"1", "true", "yes", "on", "all"}
 
 
 class PluginLoadWarning(UserWarning):
     """A plugin failed to import or to register its components (issued once per plugin)."""
-
-
-class HookSpecs:
-    """The hook specifications of ordcore (the namespace pluggy validates plugins against)."""
-
-    @hookspec
-    def ordcore_register_components(self, registry: Registry) -> None:
-        """Register this plugin's components.
-
-        Parameters
-        ----------
-        registry : Registry
-            Call ``registry.add(kind, name, factory, requires=..., description=...)`` once
-            per component. Do not import heavy dependencies here: pass ``factory`` as a
-            ``"module:attr"`` string, resolved only when the component is created.
-        """
-
-
-@dataclass(frozen=True)
-class Component:
-    """One registered component.
-
-    Attributes
-    ----------
-    kind, name : str
-        The key users pass to :func:`create` (e.g. ``"mixer"``, ``"gated_deltanet"``).
-    factory : callable or str
-        A callable, or a ``"module:attr"`` string resolved at creation time.
-    requires : tuple of str
-        Distributions (PEP 508 names, version specifiers ignored) that must be installed.
-    description : str
-        One line shown by ``python -m ordcore plugins``.
-    plugin, plugin_version : str
-        The plugin that registered it and the version of the distribution providing it.
-    """
-
-    kind: str
-    name: str
-    factory: Factory | str = field(repr=False)
-    requires: tuple[str, ...]
-    description: str
-    plugin: str
-    plugin_version: str
-
-    @property
-    def key(self) -> str:
-        """``"kind/name"``."""
-        return f"{self.kind}/{self.name}"
-
-    def missing_requirements(self) -> list[str]:
-        """The entries of :attr:`requires` that are not installed."""
-        return [req for req in self.requires if not _is_installed(req)]
-
-    def resolve(self) -> Factory:
-        """Import and return the factory (checking :attr:`requires` first).
-
-        Raises
-        ------
-        MissingDependencyError
-            A requirement is not installed, or importing the factory's module fails with
-            an ``ImportError``; the message says what to ``pip install``.
-        """
-        missing = self.missing_requirements()
-        if missing:
-            raise MissingDependencyError(
-                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
-                f"needs {', '.join(missing)}: pip install {' '.join(_quote(m) for m in missing)}"
-            )
-        if callable(self.factory):
-            return self.factory
-        module_name, _, attr = self.factory.partition(":")
-        try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            pkg = (exc.name or module_name).split(".")[0]
-            raise MissingDependencyError(
-                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
-                f"could not import {module_name!r} ({exc}); try: pip install {pkg}"
-            ) from exc
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-        if not callable(obj):
-            raise TypeError(f"factory {self.factory!r} of {self.key!r} is not callable")
-        return obj  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -217,105 +131,6 @@ class PluginInfo:
     status: PluginStatus
     error: str | None = None
 
-
-class Registry:
-    """The typed object passed to ``ordcore_register_components``.
-
-    Plugins only call :meth:`add`. The host creates one registry per plugin so it can
-    stamp the provider on each component.
-    """
-
-    def __init__(
-        self,
-        plugin: str,
-        version: str,
-        existing: Mapping[tuple[str, str], Component] | None = None,
-    ) -> None:
-        self._plugin = plugin
-        self._version = version
-        self._existing: Mapping[tuple[str, str], Component] = existing or {}
-        self._added: dict[tuple[str, str], Component] = {}
-
-    @property
-    def plugin(self) -> str:
-        """The plugin whose components this registry collects."""
-        return self._plugin
-
-    def add(
-        self,
-        kind: str,
-        name: str,
-        factory: Factory | str,
-        *,
-        requires: Iterable[str] = (),
-        description: str = "",
-    ) -> None:
-        """Register the component ``(kind, name)``.
-
-        Parameters
-        ----------
-        kind : str
-            The component family, e.g. ``"order"``, ``"mixer"``, ``"probe"``.
-        name : str
-            Lower case letters, digits, ``_``, ``-``, ``.``; unique within ``kind``.
-        factory : callable or str
-            Called with the keyword arguments of :func:`create`. A ``"module:attr"`` string
-            is imported only at creation, so discovery stays cheap (no torch import).
-        requires : iterable of str
-            Distributions that must be installed to create it, e.g. ``("torch",)``.
-        description : str
-            One line for listings.
-
-        Raises
-        ------
-        InvalidArgumentError
-            ``kind``/``name`` is not a valid name, or ``factory`` is neither callable nor a
-            ``"module:attr"`` string.
-        PluginConflictError
-            ``(kind, name)`` is already registered (by another plugin or this one).
-        """
-        for arg, value in (("kind", kind), ("name", name)):
-            if not isinstance(value, str) or not _NAME_RE.match(value):
-                raise InvalidArgumentError(
-                    f"{arg}: {value!r} is not a valid component {arg} "
-                    "(lower case letters, digits, '_', '-', '.')"
-                )
-        if isinstance(factory, str):
-            module_name, sep, attr = factory.partition(":")
-            if not sep or not module_name or not attr:
-                raise InvalidArgumentError(
-                    f"factory: {factory!r} is not a 'module:attr' string"
-                )
-        elif not callable(factory):
-            raise InvalidArgumentError(f"factory: {factory!r} is neither callable nor a string")
-        reqs = tuple(requires)
-        for req in reqs:
-            if not isinstance(req, str) or not _REQ_NAME_RE.match(req):
-                raise InvalidArgumentError(f"requires: {req!r} is not a distribution name")
-        key = (kind, name)
-        previous = self._existing.get(key) or self._added.get(key)
-        if previous is not None:
-            raise PluginConflictError(
-                f"component '{kind}/{name}' is registered by two plugins: "
-                f"{_provider(previous.plugin, previous.plugin_version)} and "
-                f"{_provider(self._plugin, self._version)}; uninstall one, or set "
-                f"ORDCORE_DISABLE_PLUGINS={self._plugin}"
-            )
-        self._added[key] = Component(
-            kind=kind,
-            name=name,
-            factory=factory,
-            requires=reqs,
-            description=description,
-            plugin=self._plugin,
-            plugin_version=self._version,
-        )
-
-    def components(self) -> dict[tuple[str, str], Component]:
-        """The components added through this registry so far."""
-        return dict(self._added)
-
-
 # --------------------------------------------------------------------------------------
 # The host
 
@@ -332,7 +147,9 @@ class _Host:
             self.pm.enable_tracing()
         self.components: dict[tuple[str, str], Component] = {}
         self.plugins: list[PluginInfo] = []
-        self.conflicts: list[str] = []
+        # (kind, name) registered by two external plugins -> the error its create() raises
+        self.conflicts: dict[tuple[str, str], str] = {}
+        self.contested: dict[tuple[str, str], Component] = {}  # their first providers
         self._discover()
 
     def _log(self, msg: str) -> None:
@@ -351,15 +168,10 @@ class _Host:
         disable_all = disable.lower() in _TRUE
         blocked = set() if disable_all else _split(disable)
 
-        eps = sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
-        seen: set[tuple[str, str, str]] = set()
-        for ep in eps:
+        for ep in self._entry_points():
             dist = getattr(ep, "dist", None)
-            dist_name = dist.name if dist is not None else ""
-            dist_version = dist.version if dist is not None else ""
-            if (ep.name, ep.value, dist_name) in seen:  # one distribution seen twice on sys.path
-                continue
-            seen.add((ep.name, ep.value, dist_name))
+            dist_name = _dist_name(dist) if dist is not None else ""
+            dist_version = _dist_field(dist, "Version") if dist is not None else ""
             names = {ep.name, dist_name}
             if disable_all or names & blocked or (allow is not None and not names & allow):
                 why = "ORDCORE_DISABLE_PLUGINS" if disable_all or names & blocked else (
@@ -378,8 +190,33 @@ class _Host:
                 continue
             self._register(ep.name, dist_name, dist_version, obj)
 
+    def _entry_points(self) -> list[importlib.metadata.EntryPoint]:
+        """The ``ordcore`` entry points of every distribution, sorted by name, each
+        distribution parsed on its own (``importlib.metadata.entry_points()`` parses all of
+        them at once, so one malformed ``entry_points.txt`` anywhere would raise)."""
+        found: list[importlib.metadata.EntryPoint] = []
+        seen: set[str] = set()
+        for dist in importlib.metadata.distributions():
+            name = _dist_name(dist)
+            key = re.sub(r"[-_.]+", "-", name).lower()
+            if key in seen:  # the first on sys.path wins, as in importlib.metadata
+                continue
+            seen.add(key)
+            try:
+                found.extend(dist.entry_points.select(group=ENTRY_POINT_GROUP))
+            except Exception as exc:  # noqa: BLE001 - a malformed file breaks only its dist
+                text = dist.read_text("entry_points.txt") or ""
+                if not re.search(rf"^\s*\[\s*{ENTRY_POINT_GROUP}\s*\]", text, re.MULTILINE):
+                    self._log(f"skip {name}: malformed entry_points.txt without an "
+                              f"[{ENTRY_POINT_GROUP}] section ({exc!r})")  # fmt: skip
+                    continue
+                error = ValueError(f"malformed entry_points.txt ({type(exc).__name__}: {exc})")
+                self._fail(name, _dist_field(dist, "Version"), name, error, "error",
+                           "could not be read")  # fmt: skip
+        return sorted(found, key=lambda e: e.name)
+
     def _register(self, name: str, dist_name: str, version: str, obj: object) -> None:
-        registry = Registry(name, version, self.components)
+        registry = Registry(name, version, {**self.components, **self.contested})
         try:
             if self.pm.is_registered(obj):
                 raise ValueError(f"the object {obj!r} is already registered by another plugin")
@@ -388,18 +225,52 @@ class _Host:
             caller = self.pm.subset_hook_caller("ordcore_register_components", others)
             self._log(f"call ordcore_register_components of {name}")
             caller(registry=registry)
-        except PluginConflictError as exc:
-            self.conflicts.append(str(exc))
-            self._fail(name, version, dist_name, exc, "conflict", "conflicts with another plugin")
-            return
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
             self._fail(name, version, dist_name, exc, "error", "failed to register")
             return
         added = registry.components()
+        clashes = registry.clashes()
         self.components.update(added)
         keys = tuple(sorted(f"{k}/{n}" for k, n in added))
         self._log(f"{name}: registered {', '.join(keys) or 'nothing'}")
-        self.plugins.append(PluginInfo(name, version, dist_name, keys, "loaded"))
+        if not clashes:
+            self.plugins.append(PluginInfo(name, version, dist_name, keys, "loaded"))
+            return
+        notes = []
+        for key, comp in sorted(clashes.items()):
+            first = self.components.get(key)
+            if first is not None and first.plugin == BUILTIN_PLUGIN:
+                notes.append(
+                    f"'{comp.key}' is also a built-in component of "
+                    f"{provider_text(first.plugin, first.plugin_version)}: the built-in one is used "
+                    f"and this plugin's is ignored"
+                )
+                continue
+            if first is not None:  # the first external provider loses the name too
+                self.contested[key] = self.components.pop(key)
+                self.conflicts[key] = (
+                    f"component '{comp.key}' is registered by two plugins: "
+                    f"{provider_text(first.plugin, first.plugin_version)} and "
+                    f"{provider_text(comp.plugin, comp.plugin_version)}; uninstall one, or set "
+                    f"ORDCORE_DISABLE_PLUGINS={comp.plugin}"
+                )
+            else:  # a third provider of an already conflicting name
+                self.conflicts[key] += f" (and also {provider_text(comp.plugin, comp.plugin_version)})"
+            notes.append(
+                f"{self.conflicts[key]}; create({comp.kind!r}, {comp.name!r}) raises "
+                "PluginConflictError until then"
+            )
+        error = "; ".join(notes)
+        self._log(f"{name}: conflict: {error}")
+        self.plugins.append(PluginInfo(name, version, dist_name, keys, "conflict", error))
+        registered = f"its other components ({', '.join(keys)}) are registered" if keys else (
+            "it registers nothing else"
+        )
+        warnings.warn(
+            f"ordcore plugin {name!r} ({dist_name} {version}): {error}; {registered}",
+            PluginLoadWarning,
+            stacklevel=5,
+        )
 
     def _fail(
         self,
@@ -420,10 +291,6 @@ class _Host:
             PluginLoadWarning,
             stacklevel=5,
         )
-
-    def check_conflicts(self) -> None:
-        if self.conflicts:
-            raise PluginConflictError("; ".join(self.conflicts))
 
 
 _lock = threading.RLock()
@@ -458,13 +325,11 @@ def list_plugins() -> list[PluginInfo]:
 def list_components(kind: str | None = None) -> list[Component]:
     """The registered components, sorted by ``(kind, name)``, optionally of one kind.
 
-    Raises
-    ------
-    PluginConflictError
-        Two plugins registered the same ``(kind, name)`` (the message names both).
+    A name that two plugins registered is left out (creating it raises
+    :class:`~ordcore.errors.PluginConflictError`; :func:`list_plugins` shows the conflict).
+    Never raises for a broken or conflicting plugin.
     """
     host = _host()
-    host.check_conflicts()
     comps = sorted(host.components.values(), key=lambda c: (c.kind, c.name))
     return [c for c in comps if kind is None or c.kind == kind]
 
@@ -482,13 +347,15 @@ def get_component(kind: str, name: str) -> Component:
     UnknownComponentError
         No such component (a ``KeyError``); the message lists close matches.
     PluginConflictError
-        See :func:`list_components`.
+        Two plugins registered ``(kind, name)`` (the message names both); other names are
+        not affected.
     """
     host = _host()
-    host.check_conflicts()
     comp = host.components.get((kind, name))
     if comp is not None:
         return comp
+    if (kind, name) in host.conflicts:
+        raise PluginConflictError(host.conflicts[(kind, name)])
     kinds = sorted({k for k, _ in host.components})
     if kind not in kinds:
         close = difflib.get_close_matches(kind, kinds, n=3, cutoff=0.5)
@@ -529,7 +396,7 @@ def create(kind: str, name: str, /, **kwargs: Any) -> Any:
         The component needs a package that is not installed; the message says what to
         ``pip install``.
     PluginConflictError
-        Two plugins registered the same ``(kind, name)``.
+        Two plugins registered this ``(kind, name)``; other names are not affected.
     """
     return get_component(kind, name).resolve()(**kwargs)
 
@@ -542,14 +409,6 @@ def _split(value: str) -> set[str]:
     return {part.strip() for part in value.split(",") if part.strip()}
 
 
-def _provider(plugin: str, version: str) -> str:
-    return f"plugin {plugin!r} {version}".rstrip()
-
-
-def _quote(req: str) -> str:
-    return f"'{req}'" if any(c in req for c in "<>=!~[; ") else req
-
-
 def _dist_version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -557,17 +416,13 @@ def _dist_version(dist: str) -> str:
         return ""
 
 
-def _is_installed(req: str) -> bool:
-    match = _REQ_NAME_RE.match(req)
-    if match is None:
-        return False
-    name = match.group(1)
+def _dist_field(dist: importlib.metadata.Distribution, field: str) -> str:
+    """A metadata field of ``dist`` (``""`` when missing or unreadable)."""
     try:
-        importlib.metadata.distribution(name)
-        return True
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    try:  # an importable module of that name (e.g. a source checkout on sys.path)
-        return importlib.util.find_spec(name.replace("-", "_")) is not None
-    except (ImportError, ValueError):
-        return False
+        return str(dist.metadata[field] or "")
+    except Exception:  # noqa: BLE001 - broken metadata must not break discovery
+        return ""
+
+
+def _dist_name(dist: importlib.metadata.Distribution) -> str:
+    return _dist_field(dist, "Name")

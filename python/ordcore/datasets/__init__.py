@@ -15,13 +15,25 @@ under the WordNet licence, whose notice ships beside the data as ``WORDNET_LICEN
 from __future__ import annotations
 
 import gzip
+import io
+import os
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Glosses", "load_glosses", "load_doc_lengths", "wordnet_license"]
+__all__ = ["Glosses", "load_glosses", "load_doc_lengths", "wordnet_license", "export", "EXPORT_FILES"]
+
+EXPORT_FILES: dict[str, str] = {
+    "base.fvecs": "the 10,000 gloss embeddings (float32, 384-d)",
+    "queries.fvecs": "the 200 query embeddings (float32)",
+    "gt.ivecs": "each query's exact cosine top-10 base rows, nearest first (int32)",
+    "lengths.npy": "token counts of the 22,149 man pages (int64)",
+    "lengths.txt": "the same, one per line",
+}
+"""The files :func:`export` writes, with what each holds."""
 
 
 @dataclass(frozen=True)
@@ -78,3 +90,31 @@ def load_doc_lengths() -> npt.NDArray[np.int64]:
 def wordnet_license() -> str:
     """The WordNet 3.0 licence notice that must accompany the gloss texts."""
     return resources.files(__name__).joinpath("WORDNET_LICENSE.txt").read_text("utf-8")
+
+
+def export(folder: str | os.PathLike[str] = ".") -> list[Path]:
+    """Write the bundled data as the files the command line reads (:data:`EXPORT_FILES`):
+    the glosses as TEXMEX ``.fvecs``/``.ivecs`` (as SIFT1M ships) and the man-page lengths
+    as ``.npy`` and text. Existing files of those names are replaced (each write is atomic).
+    Returns the paths written.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``folder`` does not exist.
+    """
+    from ordcore._io import write_atomic, write_vecs
+
+    out = Path(folder)
+    if not out.is_dir():
+        raise FileNotFoundError(f"{out}: folder does not exist")
+    g = load_glosses()
+    lengths = load_doc_lengths()
+    write_vecs(out / "base.fvecs", g.base.astype(np.float32))
+    write_vecs(out / "queries.fvecs", g.queries.astype(np.float32))
+    write_vecs(out / "gt.ivecs", g.truth.astype(np.int32))
+    buf = io.BytesIO()
+    np.save(buf, lengths)
+    write_atomic(out / "lengths.npy", buf.getvalue())
+    write_atomic(out / "lengths.txt", ("\n".join(map(str, lengths.tolist())) + "\n").encode())
+    return [out / name for name in EXPORT_FILES]

@@ -39,7 +39,7 @@ RoBERTa-family models). ``cu_seqlens`` follow the flash-attention varlen contrac
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any, Union
@@ -48,6 +48,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
+from ordcore._args import int_arg
 from ordcore.errors import (
     DTypeError,
     InternalError,
@@ -198,6 +199,7 @@ class Plan:
 
     def __getitem__(self, p: int) -> npt.NDArray[np.int64]:
         n = self.num_packs
+        p = int_arg("p", p, None, None)
         if not -n <= p < n:
             raise IndexError(f"pack {p} out of range for a plan of {n} packs")
         p %= n
@@ -238,17 +240,24 @@ class Plan:
         """
         from ordcore.errors import IndexFormatError
 
+        if not (hasattr(arrays, "keys") and hasattr(arrays, "__getitem__")):
+            raise InvalidArgumentError(
+                f"arrays: expected a mapping of arrays (Plan.to_dict()), got {type(arrays).__name__}"
+            )
         try:
             a = {k: arrays[k] for k in (*_PLAN_ARRAYS, "max_len", "pad_to_multiple_of")}
             algorithm = str(arrays["algorithm"]) if "algorithm" in arrays else "unknown"
         except KeyError as exc:
             raise IndexFormatError(f"not an ordcore packing plan: missing {exc}") from None
         def i64(k: str) -> npt.NDArray[np.int64]:
-            return np.ascontiguousarray(a[k], dtype=np.int64)
+            try:
+                return np.ascontiguousarray(a[k], dtype=np.int64)
+            except OverflowError:
+                raise InvalidArgumentError(f"arrays[{k!r}]: a value does not fit int64") from None
 
         core = _core.PackingPlan.from_arrays(
-            int(a["max_len"]),
-            int(a["pad_to_multiple_of"]),
+            int_arg("max_len", a["max_len"]),
+            int_arg("pad_to_multiple_of", a["pad_to_multiple_of"]),
             i64("pack_offsets"),
             i64("seq_index"),
             i64("start"),
@@ -291,11 +300,7 @@ def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InvalidArgumentError(f"{name}: must be an integer, got {value!r}")
-    if int(value) < minimum:
-        raise InvalidArgumentError(f"{name}: must be at least {minimum}, got {value}")
-    return int(value)
+    return int_arg(name, value, minimum)
 
 
 def pack(
@@ -367,7 +372,7 @@ def pack(
     if max_seqs_per_pack is not None:
         max_seqs_per_pack = _check_int("max_seqs_per_pack", max_seqs_per_pack, 1)
     pad_to_multiple_of = _check_int("pad_to_multiple_of", pad_to_multiple_of, 1)
-    seed = _check_int("seed", seed, 0) % 2**64
+    seed = int_arg("seed", seed, 0, None) % 2**64
     arr = _as_lengths(lengths)
     if algorithm == "nnlshp":
         core = _nnlshp(
@@ -780,16 +785,16 @@ class StreamingPacker:
         self.algorithm = _check_choice("algorithm", algorithm, ALGORITHMS)
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
         self.batch_rows = _check_int("batch_rows", batch_rows, 1)
-        self.seed = _check_int("seed", seed, 0)
+        self.seed = int_arg("seed", seed, 0, None)
         self.max_seqs_per_pack = max_seqs_per_pack
         self.overlong = _check_choice("overlong", overlong, OVERLONG_POLICIES)
         self.allow_empty = bool(allow_empty)
         self._mat: dict[str, Any] = {
-            "pad_id": pad_id,
+            "pad_id": int_arg("pad_id", pad_id),
             "layout": _check_choice("layout", layout, ("rows", "flat")),
-            "position_ids_start": position_ids_start,
+            "position_ids_start": int_arg("position_ids_start", position_ids_start),
             "pad_to_multiple_of": _check_int("pad_to_multiple_of", pad_to_multiple_of, 1),
-            "label_ignore_index": label_ignore_index,
+            "label_ignore_index": int_arg("label_ignore_index", label_ignore_index),
             "fragment_positions": fragment_positions,
             "dtype": dtype,
         }
@@ -809,9 +814,22 @@ class StreamingPacker:
         }
 
     def load_state_dict(self, state: dict[str, int]) -> None:
-        """Restores a position saved by :meth:`state_dict` (same settings required)."""
+        """Restores a position saved by :meth:`state_dict` (same settings required).
+
+        Raises
+        ------
+        ordcore.InvalidArgumentError
+            ``state`` is not such a dict, or was saved with another ``seed``/``buffer_size``.
+        """
+        if not isinstance(state, Mapping):
+            raise InvalidArgumentError(
+                f"state: expected the dict of state_dict(), got {type(state).__name__}"
+            )
+        missing = [k for k in ("window", "window_start", "rows_done") if k not in state]
+        if missing:
+            raise InvalidArgumentError(f"state: missing {', '.join(missing)} (not a state_dict())")
         for key in ("seed", "buffer_size"):
-            if key in state and int(state[key]) != getattr(self, key):
+            if key in state and int_arg(f"state[{key!r}]", state[key], None, None) != getattr(self, key):
                 raise InvalidArgumentError(
                     f"state: was saved with {key}={state[key]}, this packer has "
                     f"{getattr(self, key)}"

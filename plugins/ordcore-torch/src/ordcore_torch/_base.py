@@ -1,5 +1,12 @@
 """Shared pieces of the mixers: input checks, ``cu_seqlens`` packing and the base class.
 
+Dtypes: a mixer accepts ``x`` of any floating dtype. It computes in the wider of ``x``'s
+dtype and its parameters' dtype (``torch.promote_types``; float64 input on a float32
+module casts the parameters to float64 for the call, differentiably) and returns ``y`` in
+``x``'s dtype; integer, bool or complex ``x`` raise :class:`ordcore.DTypeError`. A
+zero-length sequence (or an empty batch) returns an empty ``y`` and the initial state
+unchanged.
+
 Packed input (``cu_seqlens``, batch 1) is unpacked into a zero-padded batch of the separate
 sequences, run through the batched kernels and packed back. Padding sits at the end of each
 sequence and every kernel treats a padded token as an identity step (zero key/value, zero
@@ -13,12 +20,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from ordcore.errors import InvalidArgumentError
+from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
     "RecurrentMixer",
     "MultiHeadMixer",
     "check_x",
+    "check_float",
     "check_cu_seqlens",
     "unpack",
     "pack",
@@ -37,8 +45,51 @@ def check_x(x: Tensor, d_model: int, name: str = "x") -> None:
         raise InvalidArgumentError(
             f"{name}: feature size {x.shape[-1]} does not match d_model={d_model}"
         )
-    if not x.is_floating_point():
-        raise TypeError(f"{name}: expected a floating dtype, got {x.dtype}")
+    check_float(x, name)
+
+
+def check_float(t: Tensor, name: str) -> None:
+    """Raise :class:`ordcore.DTypeError` unless ``t`` has a real floating dtype."""
+    if not t.is_floating_point():
+        raise DTypeError(
+            f"{name}: expected a floating dtype (float16, bfloat16, float32 or float64), "
+            f"got {t.dtype}; cast it, e.g. {name}.float()"
+        )
+
+
+def compute_dtype(module: nn.Module, x: Tensor) -> torch.dtype:
+    """The dtype ``module`` computes ``x`` in: the wider of ``x``'s and its floating
+    parameters' dtype."""
+    dtype = x.dtype
+    for param in module.parameters():
+        if param.is_floating_point():
+            dtype = torch.promote_types(dtype, param.dtype)
+    return dtype
+
+
+def needs_cast(module: nn.Module, x: Tensor, dtype: torch.dtype) -> bool:
+    """Whether ``x`` or a floating parameter or buffer of ``module`` is not in ``dtype``."""
+    tensors = [x, *module.parameters(), *module.buffers()]
+    return any(t.is_floating_point() and t.dtype != dtype for t in tensors)
+
+
+def cast_call(module: nn.Module, dtype: torch.dtype, args: tuple[Any, ...],
+              kwargs: dict[str, Any]) -> Any:  # fmt: skip
+    """``module(*args, **kwargs)`` with its floating parameters and buffers (and floating
+    tensor arguments) cast to ``dtype``; gradients flow back to the originals."""
+    tensors = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    cast = {k: v.to(dtype) for k, v in tensors.items() if v.is_floating_point()}
+
+    def conv(a: Any) -> Any:
+        if isinstance(a, Tensor) and a.is_floating_point():
+            return a.to(dtype)
+        if isinstance(a, Tensor) and a.is_complex():
+            return a.to(torch.complex128 if dtype == torch.float64 else torch.complex64)
+        return a
+
+    return torch.func.functional_call(
+        module, cast, tuple(conv(a) for a in args), {k: conv(v) for k, v in kwargs.items()}
+    )
 
 
 def check_cu_seqlens(cu_seqlens: Tensor, batch: int, seq_len: int) -> Tensor:
@@ -122,6 +173,10 @@ class RecurrentMixer(nn.Module):
     def _check_state(self, state: Tensor, batch: int) -> None:
         raise NotImplementedError
 
+    def _zero_state(self, batch: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        """The state before any token, for ``batch`` sequences."""
+        raise NotImplementedError
+
     def forward(
         self,
         x: Tensor,
@@ -145,10 +200,47 @@ class RecurrentMixer(nn.Module):
 
         Returns
         -------
-        y : Tensor, (B, T, d_model)
+        y : Tensor, (B, T, d_model), ``x``'s dtype
+            Computed in the wider of ``x``'s and the parameters' dtype; empty when
+            ``T == 0`` or ``B == 0``.
         final_state : Tensor or None
+            In the computation dtype; ``initial_state`` (or the zero state) for ``T == 0``.
+
+        Raises
+        ------
+        ordcore.DTypeError
+            ``x`` is not a real floating tensor.
+        ordcore.InvalidArgumentError
+            Wrong shapes, ``cu_seqlens`` or ``initial_state``.
         """
         check_x(x, self.d_model)
+        dtype = compute_dtype(self, x)
+        if needs_cast(self, x, dtype):
+            y, state = cast_call(self, dtype, (x,), {
+                "cu_seqlens": cu_seqlens, "initial_state": initial_state,
+                "output_final_state": output_final_state,
+            })  # fmt: skip
+            return y.to(x.dtype), state
+        batch, seq_len, _ = x.shape
+        if seq_len == 0 or batch == 0:
+            n_seq = batch
+            if cu_seqlens is not None:
+                n_seq = check_cu_seqlens(cu_seqlens, batch, seq_len).numel() - 1
+            if initial_state is not None:
+                self._check_state(initial_state, n_seq)
+            elif output_final_state:
+                initial_state = self._zero_state(n_seq, dtype, x.device)
+            return x.new_zeros(x.shape), (initial_state if output_final_state else None)
+        return self._mix(x, cu_seqlens, initial_state, output_final_state)
+
+    def _mix(
+        self,
+        x: Tensor,
+        cu_seqlens: Tensor | None,
+        initial_state: Tensor | None,
+        output_final_state: bool,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`forward` once ``x`` is non-empty and in the parameters' dtype."""
         batch, seq_len, _ = x.shape
         inputs = self._inputs(x)
         cu = None
@@ -264,3 +356,7 @@ class MultiHeadMixer(RecurrentMixer):
 
     def _check_state(self, state: Tensor, batch: int) -> None:
         check_state(state, (batch, self.num_heads, self.head_dim, self.head_dim))
+
+    def _zero_state(self, batch: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        return torch.zeros(batch, self.num_heads, self.head_dim, self.head_dim,
+                           dtype=dtype, device=device)  # fmt: skip

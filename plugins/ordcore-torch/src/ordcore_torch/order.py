@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ordcore.errors import InvalidArgumentError
+from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
     "FixedOrder",
@@ -267,6 +267,11 @@ class SinkhornOrder(nn.Module):
         """``x``: ``(batch, num_tokens, features)`` -> reordered, same shape."""
         _check_tokens(x, self.num_tokens, 1)
         if self.training:
+            if not x.is_floating_point():
+                raise DTypeError(
+                    f"x: the training-mode soft permutation mixes tokens, so x must be floating, "
+                    f"got {x.dtype} (eval mode reorders tokens of any dtype)"
+                )
             return torch.einsum("ij,bj...->bi...", self.training_permutation().to(x.dtype), x)
         return x[:, self.hard_permutation()]
 

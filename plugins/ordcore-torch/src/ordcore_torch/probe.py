@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
+from ordcore_torch._base import cast_call, check_float, compute_dtype, needs_cast
 from ordcore_torch.ssm import DiagonalSSM
 
 __all__ = ["SSMProbe"]
@@ -59,10 +60,19 @@ class SSMProbe(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         """``tokens``: ``(B, T, in_features)`` -> logits ``(B, num_classes)``."""
+        if not isinstance(tokens, Tensor):
+            raise TypeError(f"tokens: expected a torch.Tensor, got {type(tokens).__name__}")
         if tokens.ndim != 3 or tokens.shape[-1] != self.in_features:
             raise InvalidArgumentError(
                 f"tokens: expected shape (batch, tokens, {self.in_features}), got {tuple(tokens.shape)}"
             )
+        check_float(tokens, "tokens")
+        if tokens.shape[1] == 0:
+            raise InvalidArgumentError("tokens: needs at least one token to pool (got 0)")
+        dtype = compute_dtype(self, tokens)
+        if needs_cast(self, tokens, dtype):
+            logits: Tensor = cast_call(self, dtype, (tokens,), {})
+            return logits.to(tokens.dtype)
         h = self.lift(self.order(tokens))
         h, _ = self.ssm(h)
         h = F.gelu(h)

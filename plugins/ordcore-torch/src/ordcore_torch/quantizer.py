@@ -41,6 +41,7 @@ import torch
 from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
+from ordcore_torch._base import check_float
 
 __all__ = [
     "RotatedQuantizer",
@@ -170,8 +171,9 @@ class RotatedQuantizer(nn.Module):
         self.scale = scale
 
     def _check(self, w: Tensor) -> None:
-        if not isinstance(w, Tensor) or not w.is_floating_point():
-            raise TypeError(f"w: expected a floating torch.Tensor, got {getattr(w, 'dtype', type(w))}")
+        if not isinstance(w, Tensor):
+            raise TypeError(f"w: expected a floating torch.Tensor, got {type(w).__name__}")
+        check_float(w, "w")
         if w.ndim < 1 or w.shape[-1] % self.group_size:
             raise InvalidArgumentError(
                 f"w: last dimension {w.shape[-1] if w.ndim else None} is not a multiple of "

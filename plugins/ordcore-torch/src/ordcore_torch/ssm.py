@@ -196,18 +196,18 @@ class DiagonalSSM(RecurrentMixer):
             got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
             raise InvalidArgumentError(f"initial_state: expected a complex tensor of shape {shape}, got {got}")
 
-    def forward(
+    def _zero_state(self, batch: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+        cdt = torch.complex128 if dtype == torch.float64 else torch.complex64
+        return torch.zeros(batch, self.d_model, self.d_state, dtype=cdt, device=device)
+
+    def _mix(
         self,
         x: Tensor,
-        *,
-        cu_seqlens: Tensor | None = None,
-        initial_state: Tensor | None = None,
-        output_final_state: bool = False,
+        cu_seqlens: Tensor | None,
+        initial_state: Tensor | None,
+        output_final_state: bool,
     ) -> tuple[Tensor, Tensor | None]:
-        y, state = super().forward(
-            x, cu_seqlens=cu_seqlens, initial_state=initial_state,
-            output_final_state=output_final_state,
-        )  # fmt: skip
+        y, state = super()._mix(x, cu_seqlens, initial_state, output_final_state)
         if cu_seqlens is not None and output_final_state:
             # padding decays an LTI state, so take each sequence's state at its own end
             cu = check_cu_seqlens(cu_seqlens, x.shape[0], x.shape[1])

@@ -538,15 +538,21 @@ impl RandomizedHadamard {
 pub fn srht_indices(n: usize, m: usize, seed: u64) -> Result<Vec<usize>> {
     ensure!(m >= 1, "m", "must be at least 1");
     ensure!(m <= n, "m", "{m} exceeds the input length n = {n}");
-    let mut perm: Vec<usize> = (0..n).collect();
+    // The shuffle of 0..n, stored sparsely: only the positions a swap moved are kept, so
+    // memory is O(m) whatever n (a dense 0..n vector aborted at n = 2**32).
+    crate::memory::ensure_array::<usize>("m", 4 * m as u128)?;
+    let mut moved: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut out = Vec::with_capacity(m);
     for t in 0..m {
         let u = counter_u64(seed, SRHT_SAMPLE_STREAM, t as u64);
         let j = t + ((u128::from(u) * (n - t) as u128) >> 64) as usize;
-        perm.swap(t, j);
+        let at_t = moved.get(&t).copied().unwrap_or(t);
+        let at_j = moved.get(&j).copied().unwrap_or(j);
+        moved.insert(j, at_t); // swap(t, j); position t is final (later steps start past it)
+        out.push(at_j);
     }
-    perm.truncate(m);
-    perm.sort_unstable();
-    Ok(perm)
+    out.sort_unstable();
+    Ok(out)
 }
 
 /// Subsampled randomized Hadamard transform (Ailon and Chazelle 2009) of every length-`n`

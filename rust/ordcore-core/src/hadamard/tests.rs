@@ -254,3 +254,28 @@ proptest! {
         prop_assert!(close(&y, &x, 1e-10));
     }
 }
+
+#[test]
+fn srht_indices_equal_a_dense_partial_fisher_yates_and_need_no_length_n_buffer() {
+    // the definition, with a dense 0..n vector
+    fn dense(n: usize, m: usize, seed: u64) -> Vec<usize> {
+        let mut perm: Vec<usize> = (0..n).collect();
+        for t in 0..m {
+            let u = counter_u64(seed, SRHT_SAMPLE_STREAM, t as u64);
+            let j = t + ((u128::from(u) * (n - t) as u128) >> 64) as usize;
+            perm.swap(t, j);
+        }
+        perm.truncate(m);
+        perm.sort_unstable();
+        perm
+    }
+    for (n, m) in [(1, 1), (8, 8), (64, 5), (4096, 4096), (1000, 999)] {
+        for seed in 0..3 {
+            assert_eq!(srht_indices(n, m, seed).unwrap(), dense(n, m, seed));
+        }
+    }
+    // a 2**40-long input: the sample of 16 needs no 8 TiB buffer
+    let idx = srht_indices(1 << 40, 16, 7).unwrap();
+    assert_eq!(idx.len(), 16);
+    assert!(idx.windows(2).all(|w| w[0] < w[1]) && idx[15] < 1 << 40);
+}

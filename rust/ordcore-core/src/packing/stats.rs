@@ -202,6 +202,12 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
                     "plan",
                     "pack {p} is empty or offsets decrease"
                 );
+                ensure!(
+                    off[p + 1] as usize <= ns,
+                    "plan",
+                    "pack {p} ends at segment {}, past the {ns} segments",
+                    off[p + 1]
+                );
                 let mut used = 0i64;
                 for k in off[p] as usize..off[p + 1] as usize {
                     seq_of(plan, k, n)?;

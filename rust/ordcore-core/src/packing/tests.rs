@@ -13,6 +13,16 @@ fn opts(max_len: i64) -> PlanOptions {
 }
 
 #[test]
+fn loaded_pack_offsets_past_the_segments_are_an_error_not_a_panic() {
+    // found by tests/test_fuzz_api.py: an offset past the segments indexed out of bounds
+    let mut p = plan(&[5, 3, 8, 12, 1], Algorithm::Lpfhp, &opts(12)).unwrap();
+    assert!(compute_stats(&p).is_ok());
+    p.pack_offsets[1] = i64::MAX;
+    let err = compute_stats(&p).unwrap_err().to_string();
+    assert!(err.contains("past the"), "{err}");
+}
+
+#[test]
 fn p1_non_power_of_two_capacities() {
     for l in 2..=64i64 {
         for alg in [
