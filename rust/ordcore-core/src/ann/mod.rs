@@ -10,6 +10,7 @@ pub mod format;
 pub mod graph;
 mod huge;
 pub mod rotation;
+pub mod sq;
 
 use std::collections::HashMap;
 
