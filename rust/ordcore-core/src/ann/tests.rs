@@ -1,4 +1,5 @@
 use super::*;
+use crate::Error;
 
 fn gauss(n: usize, d: usize, seed: u64) -> Vec<f32> {
     // Box-Muller on the counter generator.

@@ -1,0 +1,232 @@
+//! Index state: parameters, stored codes, graph lists, float vectors, user ids and removal
+//! marks, with the accessors over them.
+
+use std::collections::HashMap;
+
+use super::codes::{encode_one, words_for};
+use super::huge;
+use super::metric::Metric;
+use super::rotation::Rotation;
+use crate::{ensure, Result};
+
+/// Float vectors used for reranking: owned, or mapped from an index file.
+pub enum Vectors {
+    Owned(Vec<f32>),
+    Mapped {
+        map: memmap2::Mmap,
+        offset: usize,
+        len: usize,
+    },
+}
+
+impl Vectors {
+    pub fn as_slice(&self) -> &[f32] {
+        match self {
+            Vectors::Owned(v) => v,
+            Vectors::Mapped { map, offset, len } => {
+                let bytes = &map[*offset..*offset + *len * 4];
+                // SAFETY: `format::load` only maps on little-endian hosts with `offset`
+                // 64-byte aligned inside a page-aligned mapping, so the pointer is aligned for
+                // f32, the bytes are initialized and live as long as `map`.
+                unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const f32, *len) }
+            }
+        }
+    }
+    pub(super) fn make_owned(&mut self) -> &mut Vec<f32> {
+        if let Vectors::Mapped { .. } = self {
+            *self = Vectors::Owned(huge::copied(self.as_slice()));
+        }
+        match self {
+            Vectors::Owned(v) => v,
+            Vectors::Mapped { .. } => unreachable!(),
+        }
+    }
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, Vectors::Mapped { .. })
+    }
+}
+
+/// Construction parameters of an index.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub dim: usize,
+    pub metric: Metric,
+    pub bits: usize,
+    pub r: usize,
+    pub l_build: usize,
+    pub alpha: f64,
+    pub rotation: bool,
+    pub seed: u64,
+}
+
+/// Lists may grow to this degree during an `add` before they are pruned back to `R`
+/// (DiskANN's graph slack factor 1.3); the last step of `add` prunes them to `R`.
+pub fn slack_degree(r: usize) -> usize {
+    (r * 13).div_ceil(10)
+}
+
+/// Progress callback: `(done, total)` insertions.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// The binary-quantized Vamana index.
+pub struct BQGraphIndex {
+    pub(super) params: Params,
+    pub(super) code_dim: usize,
+    pub(super) cw: usize,
+    pub(super) codes: Vec<u64>,
+    /// Row stride of `adj`: `R` at rest, `slack_degree(R)` during an `add`.
+    pub(super) stride: usize,
+    pub(super) adj: Vec<u32>,
+    pub(super) deg: Vec<u32>,
+    pub(super) vectors: Vectors,
+    pub(super) ids: Vec<i64>,
+    pub(super) deleted: Vec<bool>,
+    pub(super) n_deleted: usize,
+    pub(super) id_map: HashMap<i64, u32>,
+    pub(super) entry: u32,
+    pub(super) rot: Option<Rotation>,
+}
+
+impl BQGraphIndex {
+    /// An empty index; validates the parameters.
+    pub fn new(params: Params) -> Result<Self> {
+        let p = &params;
+        ensure!(p.dim >= 1, "dim", "must be at least 1, got {}", p.dim);
+        ensure!(
+            p.dim <= 1 << 20,
+            "dim",
+            "must be at most 2^20, got {}",
+            p.dim
+        );
+        ensure!(
+            p.bits == 1 || p.bits == 2,
+            "bits",
+            "must be 1 or 2, got {}",
+            p.bits
+        );
+        ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
+        ensure!(p.r <= 4096, "R", "must be at most 4096, got {}", p.r);
+        ensure!(
+            p.l_build >= 1,
+            "L_build",
+            "must be at least 1, got {}",
+            p.l_build
+        );
+        ensure!(
+            p.alpha.is_finite() && p.alpha >= 1.0,
+            "alpha",
+            "must be a finite number >= 1 (DiskANN convention), got {}",
+            p.alpha
+        );
+        let code_dim = if p.rotation {
+            Rotation::new(p.dim, p.seed, vec![0.0; p.dim])?.padded_dim()
+        } else {
+            p.dim
+        };
+        let cw = p.bits * words_for(code_dim);
+        Ok(BQGraphIndex {
+            code_dim,
+            cw,
+            codes: Vec::new(),
+            stride: params.r,
+            adj: Vec::new(),
+            deg: Vec::new(),
+            vectors: Vectors::Owned(Vec::new()),
+            ids: Vec::new(),
+            deleted: Vec::new(),
+            n_deleted: 0,
+            id_map: HashMap::new(),
+            entry: 0,
+            rot: None,
+            params,
+        })
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+    /// Number of live (not removed) vectors.
+    pub fn len(&self) -> usize {
+        self.ids.len() - self.n_deleted
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Number of stored nodes, removed ones included (until `compact`).
+    pub fn n_nodes(&self) -> usize {
+        self.ids.len()
+    }
+    /// Dimension of the codes (the padded dimension under rotation).
+    pub fn code_dim(&self) -> usize {
+        self.code_dim
+    }
+    pub fn vectors_mapped(&self) -> bool {
+        self.vectors.is_mapped()
+    }
+    /// Bytes held by the codes, the graph and the float vectors.
+    pub fn memory_usage(&self) -> (usize, usize, usize) {
+        (
+            self.codes.len() * 8,
+            self.adj.len() * 4 + self.deg.len() * 4,
+            self.vectors.as_slice().len() * 4,
+        )
+    }
+    /// User ids of live vectors, in insertion order.
+    pub fn live_ids(&self) -> Vec<i64> {
+        self.ids
+            .iter()
+            .zip(&self.deleted)
+            .filter(|(_, &d)| !d)
+            .map(|(&i, _)| i)
+            .collect()
+    }
+    /// Whether `id` is a live id.
+    pub fn contains(&self, id: i64) -> bool {
+        self.id_map.contains_key(&id)
+    }
+    /// Neighbour list of node `i` (for tests).
+    pub fn neighbors(&self, i: usize) -> &[u32] {
+        let s = i * self.stride;
+        &self.adj[s..s + self.deg[i] as usize]
+    }
+
+    pub(super) fn encode_query(&self, q: &[f32]) -> Result<Vec<u64>> {
+        let mut code = vec![0u64; self.cw];
+        match &self.rot {
+            None => encode_one(q, self.params.bits, &mut code),
+            Some(r) => {
+                let mut buf = vec![0f32; self.code_dim];
+                r.apply(q, &mut buf)?;
+                encode_one(&buf, self.params.bits, &mut code);
+            }
+        }
+        Ok(code)
+    }
+
+    pub(super) fn set_list(&mut self, p: u32, list: &[u32]) {
+        let r = self.stride;
+        let s = p as usize * r;
+        self.adj[s..s + list.len()].copy_from_slice(list);
+        self.deg[p as usize] = list.len() as u32;
+    }
+
+    /// Marks `ids` as removed (all must be live and distinct; nothing changes otherwise).
+    pub fn remove(&mut self, ids: &[i64]) -> Result<()> {
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        for &id in ids {
+            ensure!(seen.insert(id), "ids", "id {id} appears twice");
+            ensure!(
+                self.id_map.contains_key(&id),
+                "ids",
+                "id {id} is not in the index"
+            );
+        }
+        for id in ids {
+            if let Some(node) = self.id_map.remove(id) {
+                self.deleted[node as usize] = true;
+                self.n_deleted += 1;
+            }
+        }
+        Ok(())
+    }
+}
