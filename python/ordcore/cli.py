@@ -427,8 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="index file to write")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine",
                    help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
-    p.add_argument("--bits", type=int, choices=[1, 2], default=2,
-                   help="code bits per dimension (2: sign + magnitude, 1: sign)")
+    p.add_argument("--bits", type=int, choices=[1, 2, 4, 8], default=2,
+                   help="code bits per dimension (2: sign + magnitude, 1: sign, "
+                        "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=64, help="max degree R of the graph")
     p.add_argument("--L-build", type=_positive_int, default=128, help="build beam width L")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")

@@ -84,7 +84,13 @@ impl BQGraphIndex {
                 column_mean(&rows, dim),
             )?);
         }
-        let codes = encode_rows(&rows, dim, self.params.bits, self.rot.as_ref())?;
+        let codes = encode_rows(
+            &rows,
+            dim,
+            self.params.bits,
+            self.params.metric,
+            self.rot.as_ref(),
+        )?;
         // From here on nothing fails.
         let old = self.ids.len();
         huge::extend(self.vectors.make_owned(), &rows);
@@ -175,8 +181,9 @@ impl BQGraphIndex {
                 if seen[u as usize] {
                     continue;
                 }
+                let qu = self.node_query(u);
                 let pool = with_graph_fast!(self, g => {
-                    beam_search(&g, g.code(u), self.entry, l, graph::dup_cap(l), None)
+                    beam_search(&g, &qu, self.entry, l, graph::dup_cap(l), None)
                 });
                 let reach: Vec<u32> = pool
                     .iter()
@@ -251,9 +258,8 @@ impl BQGraphIndex {
                 .into_par_iter()
                 .filter(|&p| g.neighbors(p).len() > r)
                 .map(|p| {
-                    let pc = g.code(p);
                     let mut cands: Vec<(u32, u32)> =
-                        g.neighbors(p).iter().map(|&j| (g.d(pc, j), j)).collect();
+                        g.neighbors(p).iter().map(|&j| (g.d_nodes(p, j), j)).collect();
                     (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
                 })
                 .collect()
@@ -292,7 +298,7 @@ impl BQGraphIndex {
         let mean: Vec<f32> = acc.iter().map(|a| (a / cnt.max(1) as f64) as f32).collect();
         let mc = self
             .encode_query(&mean)
-            .unwrap_or_else(|_| vec![0; self.cw]);
+            .unwrap_or_else(|_| vec![0; self.query_words()]);
         with_graph!(self, g => {
             (0..self.n_nodes() as u32)
                 .filter(|&i| !self.deleted[i as usize])
@@ -362,10 +368,10 @@ impl BQGraphIndex {
             let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
                 let work = |&p: &u32| {
                     let mut cands = Vec::with_capacity(2 * l);
-                    let pc = g.code(p);
-                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
+                    let pq = self.node_query(p);
+                    beam_search(&g, &pq, entry, l, graph::dup_cap(l), Some(&mut cands));
                     for &nb in g.neighbors(p) {
-                        cands.push((g.d(pc, nb), nb));
+                        cands.push((g.d(&pq, nb), nb));
                     }
                     robust_prune(&g, p, &mut cands, alpha, r, &skip)
                 };
@@ -406,9 +412,8 @@ impl BQGraphIndex {
                     if merged.len() <= stride {
                         return Some((*j, merged));
                     }
-                    let jc = g.code(*j);
                     let mut cands: Vec<(u32, u32)> =
-                        merged.iter().map(|&m| (g.d(jc, m), m)).collect();
+                        merged.iter().map(|&m| (g.d_nodes(*j, m), m)).collect();
                     Some((*j, robust_prune(&g, *j, &mut cands, alpha, r, &skip)))
                 };
                 if groups.len() > 1 {
@@ -444,15 +449,14 @@ impl BQGraphIndex {
                 .into_par_iter()
                 .filter(|&p| !deleted[p as usize] && g.neighbors(p).iter().any(|&j| deleted[j as usize]))
                 .map(|p| {
-                    let pc = g.code(p);
                     let mut cands = Vec::new();
                     for &j in g.neighbors(p) {
                         if deleted[j as usize] {
                             for &jj in g.neighbors(j) {
-                                cands.push((g.d(pc, jj), jj));
+                                cands.push((g.d_nodes(p, jj), jj));
                             }
                         } else {
-                            cands.push((g.d(pc, j), j));
+                            cands.push((g.d_nodes(p, j), j));
                         }
                     }
                     (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))

@@ -27,7 +27,7 @@ pub fn fitness_recall(
         Some(seed) => Some(Rotation::new(dim, seed, column_mean(&rows, dim))?),
         None => None,
     };
-    let codes = encode_rows(&rows, dim, bits, rot.as_ref())?;
+    let codes = encode_rows(&rows, dim, bits, metric, rot.as_ref())?;
     let code_dim = rot.as_ref().map_or(dim, |r| r.padded_dim());
     let cw = bits * words_for(code_dim);
     let hits: usize = (0..n)

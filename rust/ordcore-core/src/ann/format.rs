@@ -1,4 +1,7 @@
-//! The `.ordann` file format (version 1). All integers and floats are little-endian.
+//! The `.ordann` file format (versions 1 and 2). All integers and floats are little-endian.
+//! Version 2 adds the scalar codes (`bits` 4 and 8, codes laid out as in [`super::sq`]);
+//! `save` writes the lowest version that holds the index (1 for 1- and 2-bit codes, so
+//! older ordcore releases keep reading those files), and `load` reads both.
 //!
 //! ```text
 //! offset  size  field
@@ -7,7 +10,7 @@
 //! 12      4     u32 byte-order mark 0x01020304 (reads 0x04030201 on a byte-swapped file)
 //! 16      8     u64 dim
 //! 24      1     u8 metric (0 cosine, 1 ip, 2 l2)
-//! 25      1     u8 bits (1 or 2)
+//! 25      1     u8 bits (1 or 2; version 2: also 4 or 8)
 //! 26      1     u8 rotation (0 none, 1 hadamard)
 //! 27      1     reserved (0)
 //! 28      4     u32 R
@@ -23,7 +26,7 @@
 //! 88      40    reserved (0)
 //! 128           payload: each section starts at a multiple of 64 bytes (zero padding)
 //!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
-//!               codes u64[n*bits*ceil(code_dim/64)] | mean f32[dim] (rotation only) |
+//!               codes u64[n*code_words] | mean f32[dim] (rotation only) |
 //!               vectors f32[n*dim] (normalized under cosine)
 //! ```
 //! `save` writes `<path>.tmp-<pid>`, flushes it to disk and renames it over `path`.
@@ -33,13 +36,23 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::codes::words_for;
+use super::encode::code_words;
 use super::rotation::Rotation;
 use super::{BQGraphIndex, Metric, Params, Vectors};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
-pub const VERSION: u32 = 1;
+/// The newest version this release reads and writes.
+pub const VERSION: u32 = 2;
+
+/// The version `save` writes for an index of `bits`.
+fn version_for(bits: usize) -> u32 {
+    if bits <= 2 {
+        1
+    } else {
+        2
+    }
+}
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 128;
 
@@ -164,7 +177,7 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         drop(w);
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[8..12].copy_from_slice(&version_for(p.bits).to_le_bytes());
         h[12..16].copy_from_slice(&BOM.to_le_bytes());
         h[16..24].copy_from_slice(&(p.dim as u64).to_le_bytes());
         h[24] = p.metric.code();
@@ -294,6 +307,12 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         rotation,
         seed,
     };
+    if version < version_for(bits) {
+        return Err(fmt_err(format!(
+            "{name}: bits {bits} needs format version {}, the header says {version}",
+            version_for(bits)
+        )));
+    }
     let mut index = BQGraphIndex::new(params)
         .map_err(|e| fmt_err(format!("{name}: invalid parameters in header: {e}")))?;
     if index.code_dim != code_dim {
@@ -389,6 +408,6 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index.id_map = id_map;
     index.entry = entry;
     index.vectors = vectors;
-    debug_assert_eq!(index.cw, index.params.bits * words_for(index.code_dim));
+    debug_assert_eq!(index.cw, code_words(index.code_dim, index.params.bits));
     Ok(index)
 }

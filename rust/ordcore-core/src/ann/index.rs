@@ -3,10 +3,14 @@
 
 use std::collections::HashMap;
 
-use super::codes::{encode_one, words_for};
+use std::borrow::Cow;
+
+use super::codes::encode_one;
+use super::encode::{code_words, sq_metric, sq_term};
 use super::huge;
 use super::metric::Metric;
 use super::rotation::Rotation;
+use super::sq::{self, SqDist, SqLayout};
 use crate::{ensure, Result};
 
 /// Float vectors used for reranking: owned, or mapped from an index file.
@@ -99,9 +103,9 @@ impl BQGraphIndex {
             p.dim
         );
         ensure!(
-            p.bits == 1 || p.bits == 2,
+            matches!(p.bits, 1 | 2 | 4 | 8),
             "bits",
-            "must be 1 or 2, got {}",
+            "must be 1, 2, 4 or 8, got {}",
             p.bits
         );
         ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
@@ -123,7 +127,7 @@ impl BQGraphIndex {
         } else {
             p.dim
         };
-        let cw = p.bits * words_for(code_dim);
+        let cw = code_words(code_dim, p.bits);
         Ok(BQGraphIndex {
             code_dim,
             cw,
@@ -190,17 +194,67 @@ impl BQGraphIndex {
         &self.adj[s..s + self.deg[i] as usize]
     }
 
+    /// The query form of `q` (a prepared row): its code for 1 and 2 bits, the int8 form of
+    /// [`super::sq`] for 4 and 8 bits.
     pub(super) fn encode_query(&self, q: &[f32]) -> Result<Vec<u64>> {
-        let mut code = vec![0u64; self.cw];
-        match &self.rot {
-            None => encode_one(q, self.params.bits, &mut code),
+        let mut buf = Vec::new();
+        let t = match &self.rot {
+            None => q,
             Some(r) => {
-                let mut buf = vec![0f32; self.code_dim];
+                buf.resize(self.code_dim, 0f32);
                 r.apply(q, &mut buf)?;
-                encode_one(&buf, self.params.bits, &mut code);
+                &buf[..]
             }
+        };
+        if self.params.bits <= 2 {
+            let mut code = vec![0u64; self.cw];
+            encode_one(t, self.params.bits, &mut code);
+            Ok(code)
+        } else {
+            let layout = SqLayout::new(self.code_dim, self.params.bits);
+            let mut form = vec![0u64; layout.query_words()];
+            let qconst = sq_term(self.params.metric, q, t, self.rot.as_ref(), true);
+            sq::encode_query(t, qconst, layout, &mut form);
+            Ok(form)
         }
-        Ok(code)
+    }
+
+    /// The query form of node `i` in construction: its own code for 1 and 2 bits (the
+    /// symmetric code distance), the query form of its stored vector for 4 and 8 bits
+    /// (asymmetric).
+    pub(super) fn node_query(&self, i: u32) -> Cow<'_, [u64]> {
+        let i = i as usize;
+        if self.params.bits <= 2 {
+            return Cow::Borrowed(&self.codes[i * self.cw..(i + 1) * self.cw]);
+        }
+        let dim = self.params.dim;
+        let row = &self.vectors.as_slice()[i * dim..(i + 1) * dim];
+        // The rotation fails only on a length mismatch, which the index rules out.
+        Cow::Owned(
+            self.encode_query(row)
+                .unwrap_or_else(|_| vec![0; self.query_words()]),
+        )
+    }
+
+    /// Words of one query form.
+    pub(super) fn query_words(&self) -> usize {
+        if self.params.bits <= 2 {
+            self.cw
+        } else {
+            SqLayout::new(self.code_dim, self.params.bits).query_words()
+        }
+    }
+
+    /// The scalar-code distance of this index (4 and 8 bits).
+    pub(super) fn sq_dist(&self) -> SqDist {
+        let mean_sq = self.rot.as_ref().map_or(0.0, |r| {
+            r.mean().iter().map(|&v| v as f64 * v as f64).sum::<f64>() as f32
+        });
+        SqDist::new(
+            SqLayout::new(self.code_dim, self.params.bits),
+            sq_metric(self.params.metric),
+            mean_sq,
+        )
     }
 
     pub(super) fn set_list(&mut self, p: u32, list: &[u32]) {

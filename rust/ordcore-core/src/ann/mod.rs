@@ -20,8 +20,8 @@ mod huge;
 mod index;
 mod metric;
 pub mod rotation;
-pub mod sq;
 mod search;
+pub mod sq;
 
 pub use encode::encode;
 pub use fitness::fitness_recall;

@@ -399,6 +399,25 @@ impl SqDist {
     }
 }
 
+impl super::codes::CodeDist for SqDist {
+    #[inline(always)]
+    fn dist(&self, q: &[u64], c: &[u64]) -> u32 {
+        key_of(self.query_distance(q, c))
+    }
+    #[inline(always)]
+    fn code_words(&self) -> usize {
+        self.layout.code_words()
+    }
+    #[inline(always)]
+    fn sym(&self, a: &[u64], b: &[u64]) -> u32 {
+        key_of(self.code_distance(a, b))
+    }
+    #[inline(always)]
+    fn value(&self, d: u32) -> f64 {
+        value_of(d) as f64
+    }
+}
+
 mod scalar {
     use super::LANES;
 
