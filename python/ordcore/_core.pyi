@@ -237,6 +237,7 @@ __all__ += [
     "ann_exact_search",
     "ann_fitness_recall",
     "ann_kernel",
+    "ann_sq_kernel",
 ]
 
 import os as _os
@@ -310,3 +311,4 @@ def ann_fitness_recall(
     num_threads: int | None,
 ) -> float: ...
 def ann_kernel() -> str: ...
+def ann_sq_kernel() -> str: ...

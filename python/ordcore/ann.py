@@ -51,6 +51,7 @@ __all__ = [
     "FitnessReport",
     "FITNESS_THRESHOLD",
     "cpu_kernel",
+    "sq_kernel",
 ]
 
 Metric = Literal["cosine", "ip", "l2"]
@@ -274,6 +275,29 @@ def cpu_kernel() -> str:
     return _core.ann_kernel()
 
 
+_SQ_KERNELS = ("scalar", "avx2", "avx512-vnni")
+_SQ_KERNEL_CAP = os.environ.get("ORDCORE_ANN_SQ_KERNEL", "")
+if _SQ_KERNEL_CAP not in ("", *_SQ_KERNELS):
+    warnings.warn(
+        f"ORDCORE_ANN_SQ_KERNEL={_SQ_KERNEL_CAP!r} is not one of {', '.join(_SQ_KERNELS)}; it is "
+        "ignored and the fastest kernel the CPU supports is used",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
+def sq_kernel() -> str:
+    """Name of the kernel of the 4- and 8-bit scalar codes: ``"avx512-vnni"`` (AVX-512BW +
+    VNNI), ``"avx2"`` or ``"scalar"``.
+
+    Chosen once per process from the CPU's features; ``ORDCORE_ANN_SQ_KERNEL`` set to
+    ``"avx2"`` or ``"scalar"`` (or ``ORDCORE_ANN_KERNEL="portable"``) before the first index
+    operation caps the choice. The query is scored in int8 lanes and every integer dot product
+    is exact, so every kernel gives the same graphs and search results bit for bit.
+    """
+    return _core.ann_sq_kernel()
+
+
 def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None) -> float:
     """Mean recall@k: ``|found[i, :k] & truth[i, :k]| / k`` averaged over queries.
 
@@ -480,7 +504,7 @@ class BQGraphIndex:
     ) -> None:
         _check_metric(metric)
         dim = _positive_int(dim, "dim")
-        if isinstance(bits, bool) or bits not in (1, 2, 4, 8):
+        if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in (1, 2, 4, 8):
             raise InvalidArgumentError(f"bits: must be 1, 2, 4 or 8, got {bits!r}")
         if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
             raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")

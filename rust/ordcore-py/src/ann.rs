@@ -351,6 +351,13 @@ fn ann_kernel() -> &'static str {
     ann::codes::kernel().name()
 }
 
+/// The scalar-code (bits 4 and 8) kernel in use (runtime feature detection, capped by
+/// `ORDCORE_ANN_SQ_KERNEL`, and by `ORDCORE_ANN_KERNEL=portable`).
+#[pyfunction]
+fn ann_sq_kernel() -> &'static str {
+    ann::sq::kernel().name()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBQGraphIndex>()?;
     m.add_function(wrap_pyfunction!(ann_encode, m)?)?;
@@ -358,5 +365,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ann_exact_search, m)?)?;
     m.add_function(wrap_pyfunction!(ann_fitness_recall, m)?)?;
     m.add_function(wrap_pyfunction!(ann_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_sq_kernel, m)?)?;
     Ok(())
 }
