@@ -259,7 +259,9 @@ class BQGraphIndex:
         alpha: float,
         rotation: bool,
         seed: int,
+        rerank_dtype: str,
     ) -> BQGraphIndex: ...
+    def rerank_dtype(self) -> str: ...
     def add(
         self,
         x: _npt.NDArray[_np.float32],

@@ -430,6 +430,19 @@ class MemoryUsage(TypedDict):
     float_vectors_mapped: bool
 
 
+RerankDtype = Literal["float32", "float16", "bfloat16", "int8"]
+_RERANK_DTYPES = ("float32", "float16", "bfloat16", "int8")
+
+
+def _check_rerank_dtype(dtype: object) -> str:
+    if not isinstance(dtype, str) or dtype not in _RERANK_DTYPES:
+        raise InvalidArgumentError(
+            f"rerank_dtype: unknown rerank dtype {dtype!r} (expected 'float32', 'float16', "
+            "'bfloat16' or 'int8')"
+        )
+    return dtype
+
+
 class BQGraphIndex:
     """Binary-quantized Vamana graph index (QuIVer, arXiv 2605.02171).
 
@@ -468,6 +481,12 @@ class BQGraphIndex:
         up to 2% of the data) whose parallel searches all see the graph as it was before the
         batch, and whose results are applied in insertion order.
 
+    rerank_dtype : {"float32", "float16", "bfloat16", "int8"}
+        Element type of the vectors the exact rerank reads (``memory_usage()["float_vectors"]``):
+        float32 (4 bytes a value), float16 / bfloat16 (2; round to nearest even, float16 refuses
+        values beyond 65504 on ``add``), or int8 (1, plus a float32 scale per row:
+        ``x ~ s * round(x / s)`` with ``s = max |x_i| / 127``). Returned distances are the exact
+        distances to the stored (rounded) vectors. ``load(mmap=True)`` maps every dtype.
     Notes
     -----
     Exact code ties are frequent, so construction breaks ties deterministically: candidates
@@ -501,6 +520,7 @@ class BQGraphIndex:
         alpha: float = 1.2,
         rotation: Literal["hadamard"] | None = None,
         seed: int = 0,
+        rerank_dtype: RerankDtype = "float32",
     ) -> None:
         _check_metric(metric)
         dim = _positive_int(dim, "dim")
@@ -522,7 +542,8 @@ class BQGraphIndex:
         ):
             raise InvalidArgumentError(f"seed: must be an integer in [0, 2**64), got {seed!r}")
         self._inner = _core.BQGraphIndex(
-            dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed)
+            dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed),
+            _check_rerank_dtype(rerank_dtype),
         )
 
     @classmethod
@@ -571,6 +592,11 @@ class BQGraphIndex:
     def seed(self) -> int:
         """Construction and rotation seed."""
         return self._inner.params()[7]
+
+    @property
+    def rerank_dtype(self) -> str:
+        """Element type of the rerank store."""
+        return self._inner.rerank_dtype()
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:

@@ -54,7 +54,7 @@ impl PyBQGraphIndex {
 #[pymethods]
 impl PyBQGraphIndex {
     #[new]
-    #[pyo3(signature = (dim, metric, bits, r, l_build, alpha, rotation, seed))]
+    #[pyo3(signature = (dim, metric, bits, r, l_build, alpha, rotation, seed, rerank_dtype))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
@@ -65,6 +65,7 @@ impl PyBQGraphIndex {
         alpha: f64,
         rotation: bool,
         seed: u64,
+        rerank_dtype: &str,
     ) -> PyResult<Self> {
         let params = Params {
             dim,
@@ -76,7 +77,10 @@ impl PyBQGraphIndex {
             rotation,
             seed,
         };
-        let idx = ann::BQGraphIndex::new(params).map_err(crate::errors::to_pyerr)?;
+        let mut idx = ann::BQGraphIndex::new(params).map_err(crate::errors::to_pyerr)?;
+        ann::store::RerankDtype::parse(rerank_dtype)
+            .and_then(|d| idx.set_rerank_dtype(d))
+            .map_err(crate::errors::to_pyerr)?;
         Ok(PyBQGraphIndex {
             inner: RwLock::new(idx),
         })
@@ -176,6 +180,11 @@ impl PyBQGraphIndex {
         Ok(PyBQGraphIndex {
             inner: RwLock::new(idx),
         })
+    }
+
+    /// The element type of the rerank store (`float32`, `float16`, `bfloat16`, `int8`).
+    fn rerank_dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.read(py, |i| i.rerank_dtype().name())
     }
 
     /// `(dim, metric, bits, R, L_build, alpha, rotation, seed)`.

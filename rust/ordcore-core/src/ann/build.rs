@@ -11,6 +11,7 @@ use super::huge;
 use super::index::{slack_degree, BQGraphIndex, Progress, Vectors};
 use super::metric::{prepare_rows, validate_rows};
 use super::rotation::Rotation;
+use super::store::check_rows;
 use crate::{ensure, Error, Result};
 
 impl BQGraphIndex {
@@ -32,6 +33,7 @@ impl BQGraphIndex {
         );
         let n = x.len() / dim;
         validate_rows(x, dim, self.params.metric, "X")?;
+        check_rows(self.rerank_dtype(), x, dim, "X")?;
         ensure!(
             self.ids.len() + n < u32::MAX as usize,
             "X",
@@ -93,7 +95,10 @@ impl BQGraphIndex {
         )?;
         // From here on nothing fails.
         let old = self.ids.len();
-        huge::extend(self.vectors.make_owned(), &rows);
+        match &mut self.compact {
+            Some(c) => c.extend(&rows),
+            None => huge::extend(self.vectors.make_owned(), &rows),
+        }
         huge::extend(&mut self.codes, &codes);
         let adj_len = (old + n) * self.stride;
         if self.adj.capacity() < adj_len {
@@ -283,13 +288,14 @@ impl BQGraphIndex {
     /// (transformed) mean vector; ties to the smaller node.
     fn medoid(&self) -> u32 {
         let dim = self.params.dim;
-        let vecs = self.vectors.as_slice();
         let mut acc = vec![0f64; dim];
         let mut cnt = 0usize;
-        for (i, row) in vecs.chunks_exact(dim).enumerate() {
+        let mut buf = vec![0f32; dim];
+        for i in 0..self.n_nodes() {
             if self.deleted[i] {
                 continue;
             }
+            let row = self.row(i, &mut buf);
             cnt += 1;
             for (a, &v) in acc.iter_mut().zip(row) {
                 *a += v as f64;
@@ -481,7 +487,7 @@ impl BQGraphIndex {
         let old_vecs = std::mem::replace(&mut self.vectors, Vectors::Owned(Vec::new()));
         let ov = old_vecs.as_slice();
         let mut codes = huge::with_capacity(m * cw);
-        let mut vecs = huge::with_capacity(m * dim);
+        let mut vecs = huge::with_capacity(if self.compact.is_some() { 0 } else { m * dim });
         let mut adj = huge::filled(m * r, 0u32);
         let mut deg = vec![0u32; m];
         let mut ids = Vec::with_capacity(m);
@@ -491,7 +497,9 @@ impl BQGraphIndex {
             }
             let ni = remap[i] as usize;
             codes.extend_from_slice(&self.codes[i * cw..(i + 1) * cw]);
-            vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
+            if self.compact.is_none() {
+                vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
+            }
             ids.push(self.ids[i]);
             let mut d = 0;
             for &j in self.neighbors(i) {
@@ -506,6 +514,10 @@ impl BQGraphIndex {
         let old_entry = self.entry;
         self.codes = codes;
         self.vectors = Vectors::Owned(vecs);
+        if let Some(c) = &mut self.compact {
+            let keep: Vec<bool> = self.deleted.iter().map(|&d| !d).collect();
+            c.retain(&keep);
+        }
         self.adj = adj;
         self.deg = deg;
         self.ids = ids;

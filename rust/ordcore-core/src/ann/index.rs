@@ -11,6 +11,7 @@ use super::huge;
 use super::metric::Metric;
 use super::rotation::Rotation;
 use super::sq::{self, SqDist, SqLayout};
+use super::store::{CompactRows, RerankDtype};
 use crate::{ensure, Result};
 
 /// Float vectors used for reranking: owned, or mapped from an index file.
@@ -83,6 +84,8 @@ pub struct BQGraphIndex {
     pub(super) adj: Vec<u32>,
     pub(super) deg: Vec<u32>,
     pub(super) vectors: Vectors,
+    /// The compact rerank store (`rerank_dtype` other than float32; `vectors` is then empty).
+    pub(super) compact: Option<CompactRows>,
     pub(super) ids: Vec<i64>,
     pub(super) deleted: Vec<bool>,
     pub(super) n_deleted: usize,
@@ -136,6 +139,7 @@ impl BQGraphIndex {
             adj: Vec::new(),
             deg: Vec::new(),
             vectors: Vectors::Owned(Vec::new()),
+            compact: None,
             ids: Vec::new(),
             deleted: Vec::new(),
             n_deleted: 0,
@@ -165,15 +169,53 @@ impl BQGraphIndex {
         self.code_dim
     }
     pub fn vectors_mapped(&self) -> bool {
-        self.vectors.is_mapped()
+        match &self.compact {
+            Some(c) => c.is_mapped(),
+            None => self.vectors.is_mapped(),
+        }
     }
-    /// Bytes held by the codes, the graph and the float vectors.
+    /// Bytes held by the codes, the graph and the rerank store.
     pub fn memory_usage(&self) -> (usize, usize, usize) {
         (
             self.codes.len() * 8,
             self.adj.len() * 4 + self.deg.len() * 4,
-            self.vectors.as_slice().len() * 4,
+            match &self.compact {
+                Some(c) => c.as_bytes().len(),
+                None => self.vectors.as_slice().len() * 4,
+            },
         )
+    }
+    /// The element type of the rerank store.
+    pub fn rerank_dtype(&self) -> RerankDtype {
+        self.compact
+            .as_ref()
+            .map_or(RerankDtype::Float32, |c| c.dtype)
+    }
+    /// Sets the element type of the rerank store (only while the index holds no node).
+    pub fn set_rerank_dtype(&mut self, dtype: RerankDtype) -> Result<()> {
+        ensure!(
+            self.n_nodes() == 0,
+            "rerank_dtype",
+            "can only be set on an empty index"
+        );
+        self.compact =
+            (dtype != RerankDtype::Float32).then(|| CompactRows::new(dtype, self.params.dim));
+        Ok(())
+    }
+    /// Row `i` of the rerank store as float32: a view of the float32 store, or decoded into
+    /// `buf` (length `dim`) from a compact one.
+    #[inline]
+    pub(super) fn row<'a>(&'a self, i: usize, buf: &'a mut [f32]) -> &'a [f32] {
+        match &self.compact {
+            Some(c) => {
+                c.decode(i, buf);
+                buf
+            }
+            None => {
+                let dim = self.params.dim;
+                &self.vectors.as_slice()[i * dim..(i + 1) * dim]
+            }
+        }
     }
     /// User ids of live vectors, in insertion order.
     pub fn live_ids(&self) -> Vec<i64> {
@@ -227,8 +269,8 @@ impl BQGraphIndex {
         if self.params.bits <= 2 {
             return Cow::Borrowed(&self.codes[i * self.cw..(i + 1) * self.cw]);
         }
-        let dim = self.params.dim;
-        let row = &self.vectors.as_slice()[i * dim..(i + 1) * dim];
+        let mut buf = vec![0f32; self.params.dim];
+        let row = self.row(i, &mut buf);
         // The rotation fails only on a length mismatch, which the index rules out.
         Cow::Owned(
             self.encode_query(row)

@@ -22,6 +22,7 @@ mod metric;
 pub mod rotation;
 mod search;
 pub mod sq;
+pub mod store;
 
 pub use encode::encode;
 pub use fitness::fitness_recall;

@@ -4,7 +4,9 @@ use rayon::prelude::*;
 
 use super::graph::{self, beam_search};
 use super::index::BQGraphIndex;
-use super::metric::{float_distance, prefetch_row, prepare_rows, validate_rows, Metric};
+use super::metric::{
+    float_distance, prefetch_bytes, prefetch_row, prepare_rows, validate_rows, Metric,
+};
 use crate::{ensure, Error, Result};
 
 /// Result of one search: ids and distances, `k` per query.
@@ -126,6 +128,7 @@ impl BQGraphIndex {
             return Ok((ids, ds));
         }
         let vecs = self.vectors.as_slice();
+        let compact = self.compact.as_ref();
         // Code-space candidates of one query: the live beam entries to score exactly.
         let candidates = |qr: &[f32]| -> Result<Vec<u32>> {
             let qc = self.encode_query(qr)?;
@@ -139,11 +142,14 @@ impl BQGraphIndex {
                 .collect())
         };
         let finish = |cands: &[u32], qr: &[f32], oi: &mut [i64], od: &mut [f32]| {
+            let mut buf = vec![0f32; dim];
             let mut res: Vec<(f32, u32)> = cands
                 .iter()
                 .map(|&i| {
-                    let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                    (float_distance(metric, qr, x), i)
+                    (
+                        float_distance(metric, qr, self.row(i as usize, &mut buf)),
+                        i,
+                    )
                 })
                 .collect();
             if rerank {
@@ -165,7 +171,10 @@ impl BQGraphIndex {
                 let next = if j < nb {
                     let cands = candidates(&qb[j * dim..(j + 1) * dim])?;
                     for &i in &cands {
-                        prefetch_row(vecs, i as usize * dim, dim);
+                        match compact {
+                            Some(c) => prefetch_bytes(c.row(i as usize)),
+                            None => prefetch_row(vecs, i as usize * dim, dim),
+                        }
                     }
                     Some((j, cands))
                 } else {
