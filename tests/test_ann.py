@@ -607,9 +607,9 @@ def test_failed_save_leaves_no_temporary_file(tmp_path: Path) -> None:
     idx = _index(_gauss(50, 8, 23))
     d = tmp_path / "adir"
     d.mkdir()
-    with pytest.raises(OSError, match="adir.*is a directory"):
+    with pytest.raises(OSError, match="(?i)is a directory.*adir"):
         idx.save(d)
-    with pytest.raises(OSError, match="adir.*is a directory"):
+    with pytest.raises(OSError, match="(?i)is a directory.*adir"):
         ann.BQGraphIndex.load(d)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir"]
     assert list(d.iterdir()) == []

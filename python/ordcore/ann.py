@@ -19,6 +19,17 @@ Conventions (hnswlib / faiss)
 * Input arrays are 2-D; float16/float32/float64 and small integer dtypes (exactly
   representable in float32) are accepted and converted to float32; inputs are never modified.
 
+Ctrl-C: ``add``, ``compact``, ``search``, :func:`exact_search` and :func:`encode` check for an
+interrupt while they run (with the GIL released) and raise ``KeyboardInterrupt`` within a
+fraction of a second; an index is left exactly as it was before the interrupted call (``add``
+and ``compact`` stage their work and publish it only at the end). No function here writes into
+a caller-provided buffer, so nothing is left half-written.
+
+Memory: ``add``, ``search``, :func:`exact_search` and :func:`encode` estimate the memory they
+need from their arguments before allocating and raise ``MemoryError`` naming the argument when
+it exceeds what the process can use (physical memory, or the address space left under
+``RLIMIT_AS``), instead of being killed.
+
 CPU kernels: the code distance uses AVX-512 vector popcounts (VPOPCNTDQ) when the CPU has them
 and scalar ``popcnt`` otherwise (:func:`cpu_kernel` names it). All kernels produce identical
 graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to ``popcnt`` or
@@ -27,6 +38,7 @@ graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to `
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import warnings
@@ -137,6 +149,21 @@ def _positive_int(value: Any, arg: str) -> int:
         raise InvalidArgumentError(f"{arg}: must be at least 1, got {value}")
     if value > 2**63 - 1:
         raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {value}")
+    return int(value)
+
+
+#: Largest ``dim``, ``R`` and ``L_build`` an index accepts (what the file format stores:
+#: ``L_build`` is a 32-bit field).
+_MAX_DIM = 2**20
+_MAX_R = 4096
+_MAX_L_BUILD = 2**32 - 1
+
+
+def _int_in_range(value: Any, arg: str, lo: int, hi: int, hi_text: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(f"{arg}: must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise InvalidArgumentError(f"{arg}: must be in [{lo}, {hi_text}], got {value}")
     return int(value)
 
 
@@ -421,6 +448,24 @@ def bq_fitness(
     )
 
 
+_ERRNO = {
+    FileNotFoundError: errno.ENOENT,
+    PermissionError: errno.EACCES,
+    IsADirectoryError: errno.EISDIR,
+    NotADirectoryError: errno.ENOTDIR,
+    FileExistsError: errno.EEXIST,
+}
+
+
+def _os_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc`` as the same ``OSError`` subclass with ``errno``, ``strerror`` and ``filename``
+    set (``str()`` reads ``[Errno 2] No such file or directory: 'path'``)."""
+    code = exc.errno if exc.errno is not None else _ERRNO.get(type(exc))
+    if code is None:
+        return type(exc)(f"{exc}: {os.fspath(path)!r}")
+    return type(exc)(code, os.strerror(code), os.fspath(path))
+
+
 class MemoryUsage(TypedDict):
     """Bytes held by an index (see :meth:`BQGraphIndex.memory_usage`)."""
 
@@ -449,7 +494,7 @@ class BQGraphIndex:
     Parameters
     ----------
     dim : int
-        Vector dimension ``D``.
+        Vector dimension ``D``, in ``[1, 2**20]``.
     metric : {"cosine", "ip", "l2"}
         Distance convention (see the module docs); cosine normalizes on add and search.
     bits : {1, 2, 4, 8}
@@ -462,9 +507,11 @@ class BQGraphIndex:
         rerank, recall@10 on 50-d PCA-reduced glosses: 0.997 at 4 bits with the rotation).
         Distances are the same on every SIMD kernel.
     R : int
-        Maximum out-degree (>= 2).
+        Maximum out-degree, in ``[2, 4096]``.
     L_build : int
-        Beam width of the construction searches (raised to at least ``R``); the first of the
+        Beam width of the construction searches, in ``[1, 2**32 - 1]`` (the file stores it in
+        32 bits; beams never grow past the number of vectors), raised to at least ``R``; the
+        first of the
         two passes, which only seeds the second, searches with ``max(L_build // 2, R)``.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
@@ -523,12 +570,12 @@ class BQGraphIndex:
         rerank_dtype: RerankDtype = "float32",
     ) -> None:
         _check_metric(metric)
-        dim = _positive_int(dim, "dim")
+        # Every range is what the file format holds (saved parameters reload unchanged).
+        dim = _int_in_range(dim, "dim", 1, _MAX_DIM, "2**20")
         if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in (1, 2, 4, 8):
             raise InvalidArgumentError(f"bits: must be 1, 2, 4 or 8, got {bits!r}")
-        if isinstance(R, bool) or not isinstance(R, (int, np.integer)) or R < 2:
-            raise InvalidArgumentError(f"R: must be an integer >= 2, got {R!r}")
-        L_build = _positive_int(L_build, "L_build")
+        R = _int_in_range(R, "R", 2, _MAX_R, "4096")
+        L_build = _int_in_range(L_build, "L_build", 1, _MAX_L_BUILD, "2**32 - 1")
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
@@ -729,8 +776,15 @@ class BQGraphIndex:
     def remove(self, ids: npt.ArrayLike) -> None:
         """Marks ``ids`` as removed; searches never return them afterwards.
 
-        The nodes stay in the graph for navigation until :meth:`compact`. Raises
-        :class:`InvalidArgumentError` (and removes nothing) when an id is unknown or repeated.
+        The nodes stay in the graph for navigation until :meth:`compact`.
+
+        Raises
+        ------
+        UnknownIdError
+            An id is not in the index (a :class:`KeyError` and an
+            :class:`InvalidArgumentError`); nothing is removed.
+        InvalidArgumentError
+            An id is repeated or negative; nothing is removed.
         """
         self._inner.remove(_as_ids(ids, None))
 
@@ -806,7 +860,7 @@ class BQGraphIndex:
         try:
             self._inner.save(Path(path))
         except OSError as exc:
-            raise type(exc)(f"cannot write index to {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, mmap: bool = False) -> BQGraphIndex:
@@ -814,11 +868,18 @@ class BQGraphIndex:
 
         With ``mmap=True`` the float vectors stay memory-mapped from the file (they are only
         read to rerank), so resident memory is about codes plus graph; the checksum is still
-        verified once. Raises :class:`ordcore.IndexFormatError` naming the reason for a
-        truncated, corrupted, foreign or newer-version file, ``OSError`` if unreadable.
+        verified once.
+
+        Raises
+        ------
+        IndexFormatError
+            A truncated, corrupted, foreign or newer-version file, or one whose contents
+            ``add`` would refuse (non-finite values, out-of-range edges, ...), naming the reason.
+        FileNotFoundError, IsADirectoryError, PermissionError, OSError
+            As the operating system reports it; ``filename`` is ``path``.
         """
         try:
             inner = _core.BQGraphIndex.load(Path(path), bool(mmap))
         except OSError as exc:
-            raise type(exc)(f"cannot read index {os.fspath(path)!r}: {exc}") from None
+            raise _os_error(exc, path) from None
         return cls._wrap(inner)

@@ -3,9 +3,15 @@
 //! The index sits behind an `RwLock`: `search` and the read-only accessors take the read lock,
 //! `add` / `remove` / `compact` the write lock, always with the GIL released (so a progress
 //! callback that re-acquires the GIL inside `add` cannot deadlock against a reader).
+//!
+//! Fork safety: a lock held by another thread when the process forks stays held forever in
+//! the child (the holder does not exist there). Every call counts itself in flight on the
+//! index ([`Busy`]) before it takes the lock; a child whose copied count is not zero refuses
+//! to touch the index with a clear error instead of hanging.
 
 use std::path::PathBuf;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -15,7 +21,7 @@ use ordcore_core::ann::{self, Metric, Params};
 use pyo3::prelude::*;
 
 use crate::errors::invalid;
-use crate::runtime::run;
+use crate::runtime::{fork_generation, run};
 
 fn slice2<'a, T: numpy::Element>(a: &'a PyReadonlyArray2<'_, T>, arg: &str) -> PyResult<&'a [T]> {
     a.as_slice()
@@ -30,6 +36,57 @@ fn metric(s: &str) -> PyResult<Metric> {
 #[pyclass(module = "ordcore._core", frozen, name = "BQGraphIndex")]
 pub struct PyBQGraphIndex {
     inner: RwLock<ann::BQGraphIndex>,
+    busy: Busy,
+}
+
+/// Calls in flight on one index, and the fork generation they were counted in.
+struct Busy {
+    count: AtomicUsize,
+    generation: AtomicU64,
+}
+
+impl Busy {
+    fn new() -> Self {
+        Busy {
+            count: AtomicUsize::new(0),
+            generation: AtomicU64::new(fork_generation()),
+        }
+    }
+
+    /// Counts a call in flight until the guard drops; refuses in a forked child when calls
+    /// of the parent were in flight at the fork (their threads, and the lock they may hold
+    /// or wait for, do not exist in the child).
+    fn enter(&self) -> PyResult<BusyGuard<'_>> {
+        let now = fork_generation();
+        if self.generation.load(Ordering::SeqCst) != now {
+            if self.count.load(Ordering::SeqCst) != 0 {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "BQGraphIndex: this process was forked while another thread was using \
+                     this index (add, search, save, ...); the index lock belongs to a thread \
+                     that does not exist in this child, so the index cannot be used here. \
+                     Load or rebuild it in the child, or fork while no index call runs",
+                ));
+            }
+            self.generation.store(now, Ordering::SeqCst);
+        }
+        self.count.fetch_add(1, Ordering::SeqCst);
+        Ok(BusyGuard(self))
+    }
+}
+
+struct BusyGuard<'a>(&'a Busy);
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn wrap(idx: ann::BQGraphIndex) -> PyBQGraphIndex {
+    PyBQGraphIndex {
+        inner: RwLock::new(idx),
+        busy: Busy::new(),
+    }
 }
 
 fn rd(l: &RwLock<ann::BQGraphIndex>) -> RwLockReadGuard<'_, ann::BQGraphIndex> {
@@ -47,6 +104,7 @@ impl PyBQGraphIndex {
         py: Python<'_>,
         f: impl FnOnce(&ann::BQGraphIndex) -> T + Send,
     ) -> PyResult<T> {
+        let _busy = self.busy.enter()?;
         run(py, Some(1), || Ok(f(&rd(&self.inner))))
     }
 }
@@ -81,9 +139,7 @@ impl PyBQGraphIndex {
         ann::store::RerankDtype::parse(rerank_dtype)
             .and_then(|d| idx.set_rerank_dtype(d))
             .map_err(crate::errors::to_pyerr)?;
-        Ok(PyBQGraphIndex {
-            inner: RwLock::new(idx),
-        })
+        Ok(wrap(idx))
     }
 
     #[pyo3(signature = (x, ids, num_threads, progress))]
@@ -103,21 +159,33 @@ impl PyBQGraphIndex {
             ),
             None => None,
         };
+        // An exception in the callback (KeyboardInterrupt raised while it runs Python code,
+        // or any other) stops the build; `add` then leaves the index unchanged and raises it.
+        let failed: Mutex<Option<PyErr>> = Mutex::new(None);
         let cb = progress.map(|p| {
-            move |done: usize, total: usize| {
-                Python::attach(|py| {
-                    if let Err(e) = p.call1(py, (done, total)) {
-                        e.write_unraisable(py, None);
+            let failed = &failed;
+            move |done: usize, total: usize| -> ordcore_core::Result<()> {
+                Python::attach(|py| match p.call1(py, (done, total)) {
+                    Ok(_) => Ok(()),
+                    Err(e) => {
+                        if let Ok(mut slot) = failed.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        Err(ordcore_core::Error::Interrupted)
                     }
-                });
+                })
             }
         });
         let inner = &self.inner;
-        run(py, num_threads, move || {
-            let cbr: Option<&(dyn Fn(usize, usize) + Sync)> =
-                cb.as_ref().map(|c| c as &(dyn Fn(usize, usize) + Sync));
+        let _busy = self.busy.enter()?;
+        let result = run(py, num_threads, || {
+            let cbr: Option<ann::Progress<'_>> = cb.as_ref().map(|c| c as ann::Progress<'_>);
             wr(inner).add(xs, ids_s, cbr)
-        })
+        });
+        match failed.into_inner().ok().flatten() {
+            Some(e) => Err(e),
+            None => result,
+        }
     }
 
     #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads))]
@@ -135,6 +203,7 @@ impl PyBQGraphIndex {
         let qs = slice2(&q, "Q")?;
         let nq = q.shape()[0];
         let inner = &self.inner;
+        let _busy = self.busy.enter()?;
         let (ids, ds) = run(py, num_threads, move || {
             rd(inner).search(qs, k, ef_search, rerank, rerank_k)
         })?;
@@ -148,16 +217,15 @@ impl PyBQGraphIndex {
             .as_slice()
             .map_err(|_| invalid("ids", "must be contiguous"))?;
         let inner = &self.inner;
+        let _busy = self.busy.enter()?;
         run(py, Some(1), move || wr(inner).remove(s))
     }
 
     #[pyo3(signature = (num_threads=None))]
     fn compact(&self, py: Python<'_>, num_threads: Option<usize>) -> PyResult<()> {
         let inner = &self.inner;
-        run(py, num_threads, move || {
-            wr(inner).compact();
-            Ok(())
-        })
+        let _busy = self.busy.enter()?;
+        run(py, num_threads, move || wr(inner).compact())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
@@ -171,15 +239,14 @@ impl PyBQGraphIndex {
 
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let inner = &self.inner;
+        let _busy = self.busy.enter()?;
         run(py, Some(1), move || ann::format::save(&rd(inner), &path))
     }
 
     #[staticmethod]
     fn load(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
         let idx = run(py, Some(1), move || ann::format::load(&path, mmap))?;
-        Ok(PyBQGraphIndex {
-            inner: RwLock::new(idx),
-        })
+        Ok(wrap(idx))
     }
 
     /// The element type of the rerank store (`float32`, `float16`, `bfloat16`, `int8`).

@@ -18,7 +18,7 @@
 //! `SIG_IGN` is left alone.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Once;
 
 use pyo3::prelude::*;
@@ -28,9 +28,18 @@ use crate::errors::{invalid, panic_to_pyerr, to_pyerr};
 static GLOBAL_POOL_USED: AtomicBool = AtomicBool::new(false);
 static FORKED_AFTER_POOL: AtomicBool = AtomicBool::new(false);
 static GUARD: Once = Once::new();
+/// Incremented in every forked child: objects compare it with the generation their
+/// in-flight counts were made in (see `ann::Busy`).
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// How many `fork()`s separate this process from the one that loaded ordcore.
+pub fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::SeqCst)
+}
 
 extern "C" fn after_fork_in_child() {
     // Async-signal-safe: only atomics.
+    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
     if GLOBAL_POOL_USED.load(Ordering::SeqCst) {
         FORKED_AFTER_POOL.store(true, Ordering::SeqCst);
     }

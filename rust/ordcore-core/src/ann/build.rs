@@ -14,6 +14,15 @@ use super::rotation::Rotation;
 use super::store::check_rows;
 use crate::{ensure, Error, Result};
 
+/// What a failed (interrupted) `add` needs to restore the index.
+struct Saved {
+    adj: Vec<u32>,
+    deg: Vec<u32>,
+    stride: usize,
+    entry: u32,
+    rot: Option<Rotation>,
+}
+
 impl BQGraphIndex {
     /// Adds `x` (`n x dim`, row-major) with user ids (`None`: consecutive ids after the
     /// largest stored id, removed ones included until `compact`, from 0). Validates
@@ -65,71 +74,151 @@ impl BQGraphIndex {
                 ids.to_vec()
             }
             None => {
-                let start = self.ids.iter().copied().max().map_or(0, |m| m + 1);
+                // Consecutive ids after the largest stored one; the last must fit in int64
+                // (checked before anything is computed from them).
+                let max = self.ids.iter().copied().max();
+                let start = match max {
+                    None => Some(0),
+                    Some(m) => m.checked_add(1),
+                };
+                let fits = n == 0 || start.and_then(|s| s.checked_add(n as i64 - 1)).is_some();
                 ensure!(
-                    start.checked_add(n as i64).is_some(),
+                    fits,
                     "ids",
-                    "automatic ids would overflow int64"
+                    "automatic ids after the largest stored id {} would pass 2**63 - 1 for {n} \
+                     rows; pass ids explicitly",
+                    max.unwrap_or(0)
                 );
+                let start = start.unwrap_or(0);
                 (0..n as i64).map(|i| start + i).collect()
             }
         };
         if n == 0 {
             return Ok(());
         }
+        let old = self.ids.len();
+        self.ensure_add_fits(old, n)?;
         let rows = prepare_rows(x, dim, self.params.metric);
         let first = self.ids.is_empty();
-        if first && self.params.rotation {
-            self.rot = Some(Rotation::new(
+        let new_rot = if first && self.params.rotation {
+            Some(Rotation::new(
                 dim,
                 self.params.seed,
                 column_mean(&rows, dim),
-            )?);
-        }
+            )?)
+        } else {
+            None
+        };
         let codes = encode_rows(
             &rows,
             dim,
             self.params.bits,
             self.params.metric,
-            self.rot.as_ref(),
+            new_rot.as_ref().or(self.rot.as_ref()),
         )?;
-        // From here on nothing fails.
-        let old = self.ids.len();
+        // Stage: grow the arrays, keeping what a rollback needs (the old graph lists, moved
+        // out rather than copied; the rotation). Old rows, codes and ids are not touched, so
+        // truncating the arrays restores them.
+        let saved = Saved {
+            adj: std::mem::take(&mut self.adj),
+            deg: self.deg.clone(),
+            stride: self.stride,
+            entry: self.entry,
+            rot: if first && self.params.rotation {
+                std::mem::replace(&mut self.rot, new_rot)
+            } else {
+                None
+            },
+        };
         match &mut self.compact {
             Some(c) => c.extend(&rows),
             None => huge::extend(self.vectors.make_owned(), &rows),
         }
         huge::extend(&mut self.codes, &codes);
-        let adj_len = (old + n) * self.stride;
-        if self.adj.capacity() < adj_len {
-            let mut adj = huge::with_capacity(adj_len);
-            adj.extend_from_slice(&self.adj);
-            self.adj = adj;
+        let slack = slack_degree(self.params.r);
+        let mut adj = huge::filled((old + n) * slack, 0u32);
+        for i in 0..old {
+            let d = (self.deg[i] as usize).min(slack);
+            adj[i * slack..i * slack + d]
+                .copy_from_slice(&saved.adj[i * saved.stride..i * saved.stride + d]);
         }
-        self.adj.resize(adj_len, 0);
+        self.adj = adj;
+        self.stride = slack;
         self.deg.resize(old + n, 0);
-        self.restride(slack_degree(self.params.r));
         for (k, &id) in new_ids.iter().enumerate() {
             self.id_map.insert(id, (old + k) as u32);
         }
         self.ids.extend_from_slice(&new_ids);
         self.deleted.resize(old + n, false);
-        if first || self.len() == n {
-            self.build_full(progress);
-        } else {
-            let order = self.permutation(old as u32..(old + n) as u32, 2);
-            self.insert_pass(
-                &order,
-                self.params.alpha,
-                self.params.l_build,
-                progress,
-                0,
-                n,
-            );
+        let built = (|| -> Result<()> {
+            if first || self.len() == n {
+                self.build_full(progress)?;
+            } else {
+                let order = self.permutation(old as u32..(old + n) as u32, 2);
+                self.insert_pass(
+                    &order,
+                    self.params.alpha,
+                    self.params.l_build,
+                    progress,
+                    0,
+                    n,
+                )?;
+            }
+            self.finish_slack()?;
+            self.connect_unreachable()
+        })();
+        if let Err(e) = built {
+            // Interrupted (the only failure once staged): restore the index as it was.
+            self.rollback_add(old, &new_ids, saved, first);
+            return Err(e);
         }
-        self.finish_slack();
-        self.connect_unreachable();
         Ok(())
+    }
+
+    /// Refuses an `add` of `n` rows to `old` nodes whose arrays would not fit in memory
+    /// (estimated before anything is allocated).
+    fn ensure_add_fits(&self, old: usize, n: usize) -> Result<()> {
+        let total = (old + n) as u128;
+        let (n, old) = (n as u128, old as u128);
+        let dim = self.params.dim as u128;
+        let cw = self.cw as u128;
+        let slack = slack_degree(self.params.r) as u128;
+        let r = self.params.r as u128;
+        // Prepared rows and codes of the new rows, the grown vectors and codes (a copy of
+        // the old ones when they move), the slack graph next to the old one, the graph
+        // pruned back to R, and per-node bookkeeping (ids, flags, degrees, id map).
+        let bytes = n * dim * 4
+            + n * cw * 8
+            + total * dim * 4
+            + old * dim * 4
+            + total * cw * 8
+            + old * cw * 8
+            + total * slack * 4
+            + old * r * 4
+            + total * r * 4
+            + total * (8 + 1 + 4 + 4 + 48);
+        crate::memory::ensure_fits("X", bytes)
+    }
+
+    fn rollback_add(&mut self, old: usize, new_ids: &[i64], saved: Saved, first: bool) {
+        let dim = self.params.dim;
+        match &mut self.compact {
+            Some(c) => c.truncate_rows(old),
+            None => self.vectors.make_owned().truncate(old * dim),
+        }
+        self.codes.truncate(old * self.cw);
+        for id in new_ids {
+            self.id_map.remove(id);
+        }
+        self.ids.truncate(old);
+        self.deleted.truncate(old);
+        self.adj = saved.adj;
+        self.deg = saved.deg;
+        self.stride = saved.stride;
+        self.entry = saved.entry;
+        if first && self.params.rotation {
+            self.rot = saved.rot;
+        }
     }
 
     /// Makes every live node reachable from the entry. Vamana does not guarantee it: with a
@@ -142,10 +231,10 @@ impl BQGraphIndex {
     /// cut-off cluster costs one search and one edge. A replaced edge can cut something off
     /// in turn, so the check repeats (a few rounds at most). Sequential and deterministic; a
     /// connected graph is left unchanged.
-    fn connect_unreachable(&mut self) {
+    fn connect_unreachable(&mut self) -> Result<()> {
         let n = self.n_nodes();
         if self.is_empty() {
-            return;
+            return Ok(());
         }
         let r = self.stride;
         let l = self.params.l_build.max(self.params.r);
@@ -179,13 +268,14 @@ impl BQGraphIndex {
             // Stop when connected, or when a round made no progress (only possible for a
             // tiny `R`, where every replaced edge cuts another node off).
             if missing.is_empty() || missing.len() >= last_missing {
-                return;
+                return Ok(());
             }
             last_missing = missing.len();
             for u in missing {
                 if seen[u as usize] {
                     continue;
                 }
+                crate::interrupt::check()?;
                 let qu = self.node_query(u);
                 let pool = with_graph_fast!(self, g => {
                     beam_search(&g, &qu, self.entry, l, graph::dup_cap(l), None)
@@ -252,7 +342,7 @@ impl BQGraphIndex {
 
     /// Prunes every list longer than `R` (left by the slack of the build) and goes back to
     /// stride `R`.
-    fn finish_slack(&mut self) {
+    fn finish_slack(&mut self) -> Result<()> {
         let r = self.params.r;
         let alpha = self.params.alpha;
         let deleted = &self.deleted;
@@ -263,16 +353,18 @@ impl BQGraphIndex {
                 .into_par_iter()
                 .filter(|&p| g.neighbors(p).len() > r)
                 .map(|p| {
+                    crate::interrupt::check()?;
                     let mut cands: Vec<(u32, u32)> =
                         g.neighbors(p).iter().map(|&j| (g.d_nodes(p, j), j)).collect();
-                    (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                    Ok((p, robust_prune(&g, p, &mut cands, alpha, r, &skip)))
                 })
-                .collect()
-        });
+                .collect::<Result<_>>()
+        })?;
         for (p, list) in updates {
             self.set_list(p, &list);
         }
         self.restride(r);
+        Ok(())
     }
 
     fn permutation(&self, range: std::ops::Range<u32>, stream: u64) -> Vec<u32> {
@@ -304,7 +396,7 @@ impl BQGraphIndex {
         let mean: Vec<f32> = acc.iter().map(|a| (a / cnt.max(1) as f64) as f32).collect();
         let mc = self
             .encode_query(&mean)
-            .unwrap_or_else(|_| vec![0; self.query_words()]);
+            .unwrap_or_else(|_| vec![0; self.cw]);
         with_graph!(self, g => {
             (0..self.n_nodes() as u32)
                 .filter(|&i| !self.deleted[i as usize])
@@ -313,7 +405,7 @@ impl BQGraphIndex {
         })
     }
 
-    fn build_full(&mut self, progress: Option<Progress<'_>>) {
+    fn build_full(&mut self, progress: Option<Progress<'_>>) -> Result<()> {
         let n = self.n_nodes();
         self.adj.iter_mut().for_each(|a| *a = 0);
         self.deg.iter_mut().for_each(|d| *d = 0);
@@ -330,7 +422,7 @@ impl BQGraphIndex {
         // the final lists: it searches with half the beam (at least R), which saves about a
         // quarter of the build time and leaves the recall-QPS curve unchanged (glosses 100k).
         let l1 = self.params.l_build / 2;
-        self.insert_pass(&order, 1.0, l1, progress, 0, total);
+        self.insert_pass(&order, 1.0, l1, progress, 0, total)?;
         let order2 = self.permutation(0..n as u32, 1);
         let order2: Vec<u32> = order2
             .into_iter()
@@ -343,7 +435,7 @@ impl BQGraphIndex {
             progress,
             total / 2,
             total,
-        );
+        )
     }
 
     /// Inserts `order` in batches (1, 2, 4, ... up to 2% of the nodes, at least 64, at
@@ -358,7 +450,7 @@ impl BQGraphIndex {
         progress: Option<Progress<'_>>,
         done0: usize,
         total: usize,
-    ) {
+    ) -> Result<()> {
         let r = self.params.r;
         let stride = self.stride;
         let l = l_build.max(r);
@@ -372,21 +464,23 @@ impl BQGraphIndex {
             let skip = |i: u32| deleted[i as usize];
             let entry = self.entry;
             let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
-                let work = |&p: &u32| {
-                    let mut cands = Vec::with_capacity(2 * l);
-                    let pq = self.node_query(p);
-                    beam_search(&g, &pq, entry, l, graph::dup_cap(l), Some(&mut cands));
+                let work = |&p: &u32| -> Result<Vec<u32>> {
+                    crate::interrupt::check()?;
+                    let mut cands = Vec::with_capacity(2 * l.min(g.n()));
+                    let pc = self.node_query(p);
+                    let pc = &pc[..];
+                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands));
                     for &nb in g.neighbors(p) {
-                        cands.push((g.d(&pq, nb), nb));
+                        cands.push((g.d(pc, nb), nb));
                     }
-                    robust_prune(&g, p, &mut cands, alpha, r, &skip)
+                    Ok(robust_prune(&g, p, &mut cands, alpha, r, &skip))
                 };
                 if batch.len() > 1 {
-                    batch.par_iter().map(work).collect()
+                    batch.par_iter().map(work).collect::<Result<_>>()
                 } else {
-                    batch.iter().map(work).collect()
+                    batch.iter().map(work).collect::<Result<_>>()
                 }
-            });
+            })?;
             let mut pairs: Vec<(u32, u32)> = Vec::new();
             for (&p, list) in batch.iter().zip(&lists) {
                 self.set_list(p, list);
@@ -434,27 +528,31 @@ impl BQGraphIndex {
             start = end;
             bs = (bs * 2).min(max_batch);
             if let Some(cb) = progress {
-                cb(done0 + end, total);
+                cb(done0 + end, total)?;
             }
+            crate::interrupt::check()?;
         }
+        Ok(())
     }
 
     /// Repairs the graph around removed nodes (FreshDiskANN-style: each live node with a
     /// removed neighbour is re-pruned over its live neighbours and theirs) and drops them.
-    pub fn compact(&mut self) {
+    pub fn compact(&mut self) -> Result<()> {
         if self.n_deleted == 0 {
-            return;
+            return Ok(());
         }
         let r = self.params.r;
         let alpha = self.params.alpha;
         let n = self.n_nodes();
         let deleted = &self.deleted;
         let skip = |i: u32| deleted[i as usize];
+        // Stage everything in a new index; `self` changes only once nothing can fail.
         let updates: Vec<(u32, Vec<u32>)> = with_graph!(self, g => {
             (0..n as u32)
                 .into_par_iter()
                 .filter(|&p| !deleted[p as usize] && g.neighbors(p).iter().any(|&j| deleted[j as usize]))
                 .map(|p| {
+                    crate::interrupt::check()?;
                     let mut cands = Vec::new();
                     for &j in g.neighbors(p) {
                         if deleted[j as usize] {
@@ -465,13 +563,11 @@ impl BQGraphIndex {
                             cands.push((g.d_nodes(p, j), j));
                         }
                     }
-                    (p, robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                    Ok((p, robust_prune(&g, p, &mut cands, alpha, r, &skip)))
                 })
-                .collect()
-        });
-        for (p, list) in updates {
-            self.set_list(p, &list);
-        }
+                .collect::<Result<_>>()
+        })?;
+        let mut repaired: HashMap<u32, Vec<u32>> = updates.into_iter().collect();
         // Renumber the live nodes.
         let mut remap = vec![u32::MAX; n];
         let mut next = 0u32;
@@ -484,10 +580,10 @@ impl BQGraphIndex {
         let m = next as usize;
         let dim = self.params.dim;
         let cw = self.cw;
-        let old_vecs = std::mem::replace(&mut self.vectors, Vectors::Owned(Vec::new()));
-        let ov = old_vecs.as_slice();
+        let ov = self.vectors.as_slice();
         let mut codes = huge::with_capacity(m * cw);
-        let mut vecs = huge::with_capacity(if self.compact.is_some() { 0 } else { m * dim });
+        let compact = self.compact.as_ref();
+        let mut vecs = huge::with_capacity(if compact.is_some() { 0 } else { m * dim });
         let mut adj = huge::filled(m * r, 0u32);
         let mut deg = vec![0u32; m];
         let mut ids = Vec::with_capacity(m);
@@ -497,12 +593,13 @@ impl BQGraphIndex {
             }
             let ni = remap[i] as usize;
             codes.extend_from_slice(&self.codes[i * cw..(i + 1) * cw]);
-            if self.compact.is_none() {
+            if compact.is_none() {
                 vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
             }
             ids.push(self.ids[i]);
+            let list = repaired.remove(&(i as u32));
             let mut d = 0;
-            for &j in self.neighbors(i) {
+            for &j in list.as_deref().unwrap_or(self.neighbors(i)) {
                 if remap[j as usize] != u32::MAX {
                     adj[ni * r + d] = remap[j as usize];
                     d += 1;
@@ -510,32 +607,48 @@ impl BQGraphIndex {
             }
             deg[ni] = d as u32;
         }
-        let entry_live = !self.deleted[self.entry as usize];
-        let old_entry = self.entry;
-        self.codes = codes;
-        self.vectors = Vectors::Owned(vecs);
-        if let Some(c) = &mut self.compact {
-            let keep: Vec<bool> = self.deleted.iter().map(|&d| !d).collect();
-            c.retain(&keep);
-        }
-        self.adj = adj;
-        self.deg = deg;
-        self.ids = ids;
-        self.deleted = vec![false; m];
-        self.n_deleted = 0;
-        self.id_map = self
-            .ids
+        let id_map = ids
             .iter()
             .enumerate()
             .map(|(i, &id)| (id, i as u32))
             .collect();
-        self.entry = if entry_live {
-            remap[old_entry as usize]
+        let mut staged = BQGraphIndex {
+            params: self.params.clone(),
+            code_dim: self.code_dim,
+            cw,
+            codes,
+            stride: r,
+            adj,
+            deg,
+            vectors: Vectors::Owned(vecs),
+            compact: compact.map(|c| {
+                let keep: Vec<bool> = self.deleted.iter().map(|&d| !d).collect();
+                c.retained(&keep)
+            }),
+            ids,
+            deleted: vec![false; m],
+            n_deleted: 0,
+            id_map,
+            entry: 0,
+            // Moved back below if the repair is interrupted.
+            rot: self.rot.take(),
+        };
+        staged.entry = if !self.deleted[self.entry as usize] {
+            remap[self.entry as usize]
         } else if m > 0 {
-            self.medoid()
+            staged.medoid()
         } else {
             0
         };
-        self.connect_unreachable();
+        match staged.connect_unreachable() {
+            Ok(()) => {
+                *self = staged;
+                Ok(())
+            }
+            Err(e) => {
+                self.rot = staged.rot.take();
+                Err(e)
+            }
+        }
     }
 }

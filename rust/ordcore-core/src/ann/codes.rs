@@ -429,6 +429,20 @@ pub fn code_distance(a: &[u64], b: &[u64], dim: usize, bits: usize) -> u32 {
     }
 }
 
+/// The first code (of `bits * words_for(dim)` words each) with a bit set past `dim` in a
+/// plane: every ordcore code has them 0, and a set one would make the distance formulas wrap.
+pub fn first_row_with_bits_past_dim(codes: &[u64], dim: usize, bits: usize) -> Option<usize> {
+    let words = words_for(dim);
+    let cw = bits * words;
+    if dim.is_multiple_of(64) || cw == 0 {
+        return None;
+    }
+    let tail = !0u64 << (dim % 64);
+    codes
+        .chunks_exact(cw)
+        .position(|code| (0..bits).any(|p| code[p * words + words - 1] & tail != 0))
+}
+
 /// Row-wise distances between two arrays of codes of `bits * words_for(dim)` words each
 /// (the public `code_distance`). Checks `dim`, `bits`, the lengths, and that no bit past
 /// `dim` is set: every ordcore code has them 0, and a set one would make the formula wrap.
@@ -444,21 +458,12 @@ pub fn code_distances(a: &[u64], b: &[u64], dim: usize, bits: usize) -> crate::R
         b.len(),
         a.len()
     );
-    let tail = if dim.is_multiple_of(64) {
-        0
-    } else {
-        !0u64 << (dim % 64)
-    };
     for (arg, codes) in [("codes_a", a), ("codes_b", b)] {
-        for (row, code) in codes.chunks_exact(cw).enumerate() {
-            if (0..bits).any(|p| code[p * words + words - 1] & tail != 0) {
-                return Err(crate::Error::invalid(
-                    arg,
-                    format!(
-                        "row {row} has bits set past dim = {dim}: not a code of this dimension"
-                    ),
-                ));
-            }
+        if let Some(row) = first_row_with_bits_past_dim(codes, dim, bits) {
+            return Err(crate::Error::invalid(
+                arg,
+                format!("row {row} has bits set past dim = {dim}: not a code of this dimension"),
+            ));
         }
     }
     Ok(a.chunks_exact(cw)

@@ -68,6 +68,7 @@ pub(super) fn encode_rows(
     let n = rows.len() / dim.max(1);
     let mut codes = vec![0u64; n * cw];
     let work = |(row, out): (&[f32], &mut [u64])| -> Result<()> {
+        crate::interrupt::check()?;
         let mut buf = Vec::new();
         let t = match rot {
             None => row,
@@ -106,6 +107,12 @@ pub fn encode(x: &[f32], dim: usize, bits: usize, metric: Metric) -> Result<Vec<
     ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
     ensure!(dim >= 1, "dim", "must be at least 1");
     validate_rows(x, dim, metric, "X")?;
+    let n = (x.len() / dim) as u128;
+    // The prepared rows and the codes.
+    crate::memory::ensure_fits(
+        "X",
+        n * (dim as u128 * 4 + (bits * words_for(dim)) as u128 * 8),
+    )?;
     encode_rows(&prepare_rows(x, dim, metric), dim, bits, metric, None)
 }
 

@@ -41,7 +41,7 @@ use std::path::Path;
 use super::encode::code_words;
 use super::rotation::Rotation;
 use super::store::{RerankDtype, RowBytes};
-use super::{BQGraphIndex, Metric, Params, Vectors};
+use super::{validate_rows, BQGraphIndex, Metric, Params, Vectors};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
@@ -246,9 +246,17 @@ macro_rules! read_le {
 
 /// Reads an index file; with `mmap`, the float vectors stay mapped from the file.
 pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
-    let file = File::open(path)?;
-    if file.metadata()?.is_dir() {
-        return Err(Error::Io(std::io::Error::new(
+    // Operating-system errors keep their kind (the binding picks FileNotFoundError,
+    // PermissionError, IsADirectoryError from it) and name the path.
+    let io = |e: std::io::Error| {
+        Error::Io(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        ))
+    };
+    let file = File::open(path).map_err(io)?;
+    if file.metadata().map_err(io)?.is_dir() {
+        return Err(io(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
             "is a directory, not an index file",
         )));
@@ -256,7 +264,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     // SAFETY: the mapping is read-only; ordcore's own saves never modify a file in place
     // (they rename a new file over it). A file truncated by another process while mapped
     // is outside what memory maps can defend against (documented).
-    let map = unsafe { memmap2::Mmap::map(&file)? };
+    let map = unsafe { memmap2::Mmap::map(&file).map_err(io)? };
     let b: &[u8] = &map;
     let name = path.display();
     if b.len() < 8 || &b[0..8] != MAGIC {
@@ -337,6 +345,11 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             "{name}: code dimension {code_dim} does not match dim {dim}"
         )));
     }
+    if n >= u32::MAX as usize {
+        return Err(fmt_err(format!(
+            "{name}: {n} nodes (an index holds fewer than 2^32 - 1)"
+        )));
+    }
     index
         .set_rerank_dtype(dtype)
         .map_err(|e| fmt_err(format!("{name}: {e}")))?;
@@ -401,8 +414,24 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             return Err(fmt_err(format!("{name}: id {id} appears twice")));
         }
     }
+    let bad_code = if bits <= 2 {
+        super::codes::first_row_with_bits_past_dim(&codes, code_dim, bits)
+    } else {
+        super::sq::first_invalid_code(&codes, super::sq::SqLayout::new(code_dim, bits))
+    };
+    if let Some(row) = bad_code {
+        return Err(fmt_err(format!(
+            "{name}: the code of node {row} has bits set past the code dimension {code_dim}"
+        )));
+    }
     if rotation && n > 0 {
         let mean = read_le!(f32, &payload[lay.mean..lay.mean + 4 * dim]);
+        if let Some(c) = mean.iter().position(|v| !v.is_finite()) {
+            return Err(fmt_err(format!(
+                "{name}: the rotation's mean has a non-finite value ({}) at column {c}",
+                mean[c]
+            )));
+        }
         index.rot = Some(Rotation::new(dim, seed, mean)?);
     }
     let vec_off = HEADER + lay.vectors;
@@ -421,11 +450,12 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         let mut buf = vec![0f32; dim];
         for i in 0..n {
             c.decode(i, &mut buf);
-            if buf.iter().any(|v| !v.is_finite()) {
-                return Err(fmt_err(format!(
-                    "{name}: stored vector {i} has a non-finite value"
-                )));
-            }
+            validate_rows(&buf, dim, metric, "vectors").map_err(|e| {
+                fmt_err(format!(
+                    "{name}: invalid stored vector {i}: {}",
+                    e.to_string().trim_start_matches("vectors: ")
+                ))
+            })?;
         }
         Vectors::Owned(Vec::new())
     } else if mmap && cfg!(target_endian = "little") && vec_off.is_multiple_of(4) {
@@ -440,6 +470,15 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             &b[vec_off..vec_off + 4 * vec_len]
         )))
     };
+    // What `add` validates (finite values, no zero rows under cosine, bounded norms under ip
+    // and l2) holds for the stored vectors too, mapped or not: a file with valid checksums
+    // cannot make searches return NaN.
+    validate_rows(vectors.as_slice(), dim, metric, "vectors").map_err(|e| {
+        fmt_err(format!(
+            "{name}: invalid stored vector: {}",
+            e.to_string().trim_start_matches("vectors: ")
+        ))
+    })?;
     index.n_deleted = deleted.iter().filter(|&&d| d).count();
     index.codes = super::huge::copied(&codes);
     index.adj = super::huge::copied(&adj);

@@ -193,6 +193,7 @@ pub fn dup_cap(l: usize) -> usize {
 /// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
 /// to `k` for searches).
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn beam_search_impl<D: CodeDist>(
     g: &GraphRef<'_, D>,
     q: &[u64],
@@ -200,12 +201,14 @@ fn beam_search_impl<D: CodeDist>(
     l: usize,
     dup_cap: usize,
     mut expanded: Option<&mut Vec<(u32, u32)>>,
+    mut spill: Option<&mut Vec<(u32, u32)>>,
     vis: &mut Visited,
 ) -> Vec<(u32, u32)> {
     let l = l.max(1);
     vis.reset(g.n());
     // (key, expanded?) sorted by key.
-    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l + 1);
+    // The beam never holds more entries than the graph has nodes (`l` may be huge).
+    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l.min(g.n()) + 1);
     let mut fresh: Vec<u32> = Vec::with_capacity(64);
     vis.insert(entry);
     pool.push((key(g.d(q, entry), entry), false));
@@ -238,6 +241,9 @@ fn beam_search_impl<D: CodeDist>(
             }
             let pos = pool.partition_point(|e| e.0 < k);
             if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
+                if let Some(s) = spill.as_deref_mut() {
+                    s.push(((k >> 32) as u32, nb));
+                }
                 continue;
             }
             pool.insert(pos, (k, false));
@@ -264,11 +270,13 @@ macro_rules! kernel_copies {
     ($popcnt:ident, $vpopcnt:ident, $imp:ident, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "popcnt")]
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $popcnt<D: CodeDist>($($arg: $ty),*) -> $ret {
             $imp($($arg),*)
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "popcnt,avx512f,avx512vpopcntdq")]
+        #[allow(clippy::too_many_arguments)]
         unsafe fn $vpopcnt<D: CodeDist>($($arg: $ty),*) -> $ret {
             $imp($($arg),*)
         }
@@ -304,6 +312,7 @@ kernel_copies!(
         l: usize,
         dup_cap: usize,
         expanded: Option<&mut Vec<(u32, u32)>>,
+        spill: Option<&mut Vec<(u32, u32)>>,
         vis: &mut Visited
     ) -> Vec<(u32, u32)>
 );
@@ -317,6 +326,31 @@ pub fn beam_search<D: CodeDist>(
     dup_cap: usize,
     expanded: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
+    beam_search_with(g, q, entry, l, dup_cap, expanded, None)
+}
+
+/// [`beam_search`] that also appends to `spill`, as `(distance, id)`, every visited node the
+/// duplicate cap kept out of the beam (searches use them when the beam holds too few).
+pub fn beam_search_spill<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    spill: &mut Vec<(u32, u32)>,
+) -> Vec<(u32, u32)> {
+    beam_search_with(g, q, entry, l, dup_cap, None, Some(spill))
+}
+
+fn beam_search_with<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    q: &[u64],
+    entry: u32,
+    l: usize,
+    dup_cap: usize,
+    expanded: Option<&mut Vec<(u32, u32)>>,
+    spill: Option<&mut Vec<(u32, u32)>>,
+) -> Vec<(u32, u32)> {
     if g.n() == 0 {
         return Vec::new();
     }
@@ -326,7 +360,7 @@ pub fn beam_search<D: CodeDist>(
             beam_search_popcnt,
             beam_search_vpopcnt,
             beam_search_impl,
-            (g, q, entry, l, dup_cap, expanded, vis)
+            (g, q, entry, l, dup_cap, expanded, spill, vis)
         )
     })
 }

@@ -12,7 +12,7 @@ use super::metric::Metric;
 use super::rotation::Rotation;
 use super::sq::{self, SqDist, SqLayout};
 use super::store::{CompactRows, RerankDtype};
-use crate::{ensure, Result};
+use crate::{ensure, Error, Result};
 
 /// Float vectors used for reranking: owned, or mapped from an index file.
 pub enum Vectors {
@@ -70,8 +70,9 @@ pub fn slack_degree(r: usize) -> usize {
     (r * 13).div_ceil(10)
 }
 
-/// Progress callback: `(done, total)` insertions.
-pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+/// Progress callback: `(done, total)` insertions. An `Err` stops the `add`, which then
+/// leaves the index as it was and returns that error.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) -> Result<()> + Sync);
 
 /// The binary-quantized Vamana index.
 pub struct BQGraphIndex {
@@ -114,9 +115,9 @@ impl BQGraphIndex {
         ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
         ensure!(p.r <= 4096, "R", "must be at most 4096, got {}", p.r);
         ensure!(
-            p.l_build >= 1,
+            p.l_build >= 1 && p.l_build <= u32::MAX as usize,
             "L_build",
-            "must be at least 1, got {}",
+            "must be in [1, 2**32 - 1] (a 32-bit field of the file format), got {}",
             p.l_build
         );
         ensure!(
@@ -311,11 +312,12 @@ impl BQGraphIndex {
         let mut seen = std::collections::HashSet::with_capacity(ids.len());
         for &id in ids {
             ensure!(seen.insert(id), "ids", "id {id} appears twice");
-            ensure!(
-                self.id_map.contains_key(&id),
-                "ids",
-                "id {id} is not in the index"
-            );
+            if !self.id_map.contains_key(&id) {
+                return Err(Error::UnknownId {
+                    arg: "ids",
+                    reason: format!("id {id} is not in the index"),
+                });
+            }
         }
         for id in ids {
             if let Some(node) = self.id_map.remove(id) {

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::graph::{self, beam_search};
+use super::graph;
 use super::index::BQGraphIndex;
 use super::metric::{
     float_distance, prefetch_bytes, prefetch_row, prepare_rows, validate_rows, Metric,
@@ -11,6 +11,33 @@ use crate::{ensure, Error, Result};
 
 /// Result of one search: ids and distances, `k` per query.
 pub type SearchResult = (Vec<i64>, Vec<f32>);
+
+/// The `k` nearest of `rows` (`(node, row)` pairs) to `qr` by exact distance, sorted by
+/// `(distance, node)`.
+fn exact_top_k<'a>(
+    metric: Metric,
+    qr: &[f32],
+    rows: impl Iterator<Item = (u32, &'a [f32])>,
+    k: usize,
+) -> Vec<(f32, u32)> {
+    top_k(
+        rows.map(|(i, xr)| (float_distance(metric, qr, xr), i))
+            .collect(),
+        k,
+    )
+}
+
+/// The `k` smallest `(distance, node)` pairs, sorted, ties to the smaller node.
+fn top_k(mut all: Vec<(f32, u32)>, k: usize) -> Vec<(f32, u32)> {
+    let kk = k.min(all.len());
+    let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    if kk < all.len() && kk > 0 {
+        all.select_nth_unstable_by(kk - 1, cmp);
+        all.truncate(kk);
+    }
+    all.sort_unstable_by(cmp);
+    all
+}
 
 /// Brute-force k nearest neighbours of each query among `x` (rows), in the metric's
 /// convention, ties broken by the smaller row. Rows past `n` are padded with `-1` / `+inf`.
@@ -26,30 +53,27 @@ pub fn exact_search(
     validate_rows(x, dim, metric, "X")?;
     validate_rows(q, dim, metric, "Q")?;
     let nq = q.len() / dim;
+    let n = x.len() / dim;
+    // The prepared copies of X and Q, and one distance list per thread.
+    crate::memory::ensure_fits(
+        "X",
+        (x.len() + q.len()) as u128 * 4 + n as u128 * 8 * rayon::current_num_threads() as u128,
+    )?;
     let (mut ids, mut ds) = result_buffers(nq, k)?;
     let xs = prepare_rows(x, dim, metric);
     let qs = prepare_rows(q, dim, metric);
     ids.par_chunks_mut(k)
         .zip(ds.par_chunks_mut(k))
         .zip(qs.par_chunks_exact(dim))
-        .for_each(|((oi, od), qr)| {
-            let mut all: Vec<(f32, u32)> = xs
-                .chunks_exact(dim)
-                .enumerate()
-                .map(|(i, xr)| (float_distance(metric, qr, xr), i as u32))
-                .collect();
-            let kk = k.min(all.len());
-            let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-            if kk < all.len() && kk > 0 {
-                all.select_nth_unstable_by(kk - 1, cmp);
-                all.truncate(kk);
-            }
-            all.sort_unstable_by(cmp);
-            for (j, (d, i)) in all.into_iter().enumerate() {
+        .try_for_each(|((oi, od), qr)| -> Result<()> {
+            crate::interrupt::check()?;
+            let rows = xs.chunks_exact(dim).enumerate().map(|(i, r)| (i as u32, r));
+            for (j, (d, i)) in exact_top_k(metric, qr, rows, k).into_iter().enumerate() {
                 oi[j] = i as i64;
                 od[j] = d;
             }
-        });
+            Ok(())
+        })?;
     Ok((ids, ds))
 }
 
@@ -66,6 +90,7 @@ pub(super) fn result_buffers(nq: usize, k: usize) -> Result<(Vec<i64>, Vec<f32>)
         .checked_mul(k)
         .filter(|&t| t <= isize::MAX as usize / 8)
         .ok_or_else(fail)?;
+    crate::memory::ensure_fits("k", total as u128 * 12)?;
     let mut ids: Vec<i64> = Vec::new();
     let mut ds: Vec<f32> = Vec::new();
     ids.try_reserve_exact(total).map_err(|_| fail())?;
@@ -89,8 +114,19 @@ impl BQGraphIndex {
     }
 
     /// Searches `q` (`nq x dim`). `ef_search` is raised to at least `k`; `rerank_k`
-    /// (default `ef_search`) is clamped to `[k, ef_search]`. Missing results are `-1` /
-    /// `+inf`.
+    /// (default `ef_search`) is clamped to `[k, ef_search]`. Returns `min(k, live)` results
+    /// per query, the tail padded with `-1` / `+inf`.
+    ///
+    /// * With `rerank`, when `max(ef_search, k)` covers every live vector the search is an
+    ///   exact scan of them (the graph cannot do better and a tiny index is scanned faster).
+    /// * The beam keeps at most `dup_cap(ef)` entries with one code; entries it turns away
+    ///   stay available as candidates after the beam's own, so a graph of few distinct codes
+    ///   still yields its candidates. The beam width and that cap depend on `ef_search` and
+    ///   not on `k` (for `k <= ef_search`), so the first results do not change with `k`.
+    /// * Removed nodes still occupy beam slots: the beam widens by the share of removed
+    ///   nodes. When the graph still yields fewer than `min(rerank_k, live)` live candidates
+    ///   (`min(k, live)` without rerank), that query falls back to a scan of the live
+    ///   vectors: exact distances with `rerank`, code distances without.
     pub fn search(
         &self,
         q: &[f32],
@@ -111,52 +147,101 @@ impl BQGraphIndex {
         let nq = self.validate_query(q)?;
         let dim = self.params.dim;
         let metric = self.params.metric;
-        let qs = prepare_rows(q, dim, metric);
-        // A beam wider than the graph visits nothing more: clamp it (so a huge `ef_search`
-        // allocates nothing huge).
-        let ef = ef_search.min(self.n_nodes()).max(k);
-        let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
-        // Removed nodes still occupy beam slots: widen the beam by as many (at most 2x), and
-        // visit everything when `k` asks for every live vector.
-        let beam = if k >= self.len() {
-            self.n_nodes()
-        } else {
-            ef + self.n_deleted.min(ef)
-        };
         let (mut ids, mut ds) = result_buffers(nq, k)?;
         if self.is_empty() {
             return Ok((ids, ds));
         }
+        let qs = prepare_rows(q, dim, metric);
+        let live = self.len();
+        let n_nodes = self.n_nodes();
+        // A beam wider than the graph visits nothing more: clamp it (so a huge `ef_search`
+        // allocates nothing huge).
+        let ef = ef_search.min(n_nodes).max(k);
+        let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
+        let scan_all = rerank && ef_search.max(k) >= live;
+        let beam = (ef + self.n_deleted.min(ef))
+            .max(((ef as u128 * n_nodes as u128).div_ceil(live as u128)) as usize)
+            .min(n_nodes);
+        let cap = graph::dup_cap(ef);
+        let target = if rerank { rk } else { k }.min(live);
         let vecs = self.vectors.as_slice();
         let compact = self.compact.as_ref();
-        // Code-space candidates of one query: the live beam entries to score exactly.
-        let candidates = |qr: &[f32]| -> Result<Vec<u32>> {
-            let qc = self.encode_query(qr)?;
-            let pool = with_graph_fast!(self, g => beam_search(&g, &qc, self.entry, beam, graph::dup_cap(ef).max(k), None));
-            let take = if rerank { rk } else { k };
-            Ok(pool
-                .into_iter()
-                .filter(|&(_, i)| !self.deleted[i as usize])
-                .take(take)
-                .map(|(_, i)| i)
-                .collect())
-        };
-        let finish = |cands: &[u32], qr: &[f32], oi: &mut [i64], od: &mut [f32]| {
+        // Exact distances of `qr` to nodes (rows decoded from a compact store).
+        let exact = |qr: &[f32], nodes: &mut dyn Iterator<Item = u32>| -> Vec<(f32, u32)> {
             let mut buf = vec![0f32; dim];
-            let mut res: Vec<(f32, u32)> = cands
-                .iter()
-                .map(|&i| {
+            nodes
+                .map(|i| {
                     (
                         float_distance(metric, qr, self.row(i as usize, &mut buf)),
                         i,
                     )
                 })
-                .collect();
-            if rerank {
-                res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                .collect()
+        };
+        let scan = |qr: &[f32]| {
+            let mut live = (0..n_nodes as u32).filter(|&i| !self.deleted[i as usize]);
+            top_k(exact(qr, &mut live), k)
+        };
+        enum Found {
+            /// Nodes to score exactly (reranked with `rerank`, else kept in code order).
+            Candidates(Vec<u32>),
+            /// Final `(distance, node)` results of a scan.
+            Done(Vec<(f32, u32)>),
+        }
+        // Code-space candidates of one query: the live beam entries, then the live entries
+        // the duplicate cap turned away, or a scan when they are too few.
+        let candidates = |qr: &[f32]| -> Result<Found> {
+            crate::interrupt::check()?;
+            if scan_all {
+                return Ok(Found::Done(scan(qr)));
             }
-            res.truncate(k);
-            for (j, (d, i)) in res.into_iter().enumerate() {
+            let qc = self.encode_query(qr)?;
+            let mut spill = Vec::new();
+            let (cands, scanned) = with_graph_fast!(self, g => {
+                let pool = graph::beam_search_spill(&g, &qc, self.entry, beam, cap, &mut spill);
+                let live_in = |&(_, i): &(u32, u32)| !self.deleted[i as usize];
+                let mut cands: Vec<(u32, u32)> = pool.iter().copied().filter(live_in).take(target).collect();
+                if cands.len() < target {
+                    spill.sort_unstable();
+                    cands.extend(spill.iter().copied().filter(live_in).take(target - cands.len()));
+                    cands.sort_unstable();
+                }
+                let scanned = if cands.len() < target && !rerank {
+                    // Exact code ranking of the live nodes.
+                    let mut all: Vec<(u32, u32)> = (0..n_nodes as u32)
+                        .filter(|&i| !self.deleted[i as usize])
+                        .map(|i| (g.d(&qc, i), i))
+                        .collect();
+                    all.sort_unstable();
+                    all.truncate(k);
+                    Some(all)
+                } else {
+                    None
+                };
+                (cands, scanned)
+            });
+            if let Some(all) = scanned {
+                return Ok(Found::Candidates(all.into_iter().map(|(_, i)| i).collect()));
+            }
+            if cands.len() < target {
+                return Ok(Found::Done(scan(qr)));
+            }
+            Ok(Found::Candidates(
+                cands.into_iter().map(|(_, i)| i).collect(),
+            ))
+        };
+        let finish = |found: Found, qr: &[f32], oi: &mut [i64], od: &mut [f32]| {
+            let res = match found {
+                Found::Done(res) => res,
+                Found::Candidates(cands) => {
+                    let mut res = exact(qr, &mut cands.iter().copied());
+                    if rerank {
+                        res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                    }
+                    res
+                }
+            };
+            for (j, (d, i)) in res.into_iter().take(k).enumerate() {
                 oi[j] = self.ids[i as usize];
                 od[j] = d;
             }
@@ -165,24 +250,26 @@ impl BQGraphIndex {
         // are prefetched before the beam search of query `j + 1` and scored after it, so the
         // rerank's cache misses overlap with that search instead of stalling it.
         let block = |((oi, od), qb): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
-            let mut pending: Option<(usize, Vec<u32>)> = None;
+            let mut pending: Option<(usize, Found)> = None;
             let nb = qb.len() / dim;
             for j in 0..=nb {
                 let next = if j < nb {
-                    let cands = candidates(&qb[j * dim..(j + 1) * dim])?;
-                    for &i in &cands {
-                        match compact {
-                            Some(c) => prefetch_bytes(c.row(i as usize)),
-                            None => prefetch_row(vecs, i as usize * dim, dim),
+                    let found = candidates(&qb[j * dim..(j + 1) * dim])?;
+                    if let Found::Candidates(cands) = &found {
+                        for &i in cands {
+                            match compact {
+                                Some(c) => prefetch_bytes(c.row(i as usize)),
+                                None => prefetch_row(vecs, i as usize * dim, dim),
+                            }
                         }
                     }
-                    Some((j, cands))
+                    Some((j, found))
                 } else {
                     None
                 };
-                if let Some((pj, cands)) = pending.take() {
+                if let Some((pj, found)) = pending.take() {
                     finish(
-                        &cands,
+                        found,
                         &qb[pj * dim..(pj + 1) * dim],
                         &mut oi[pj * k..(pj + 1) * k],
                         &mut od[pj * k..(pj + 1) * k],

@@ -170,6 +170,24 @@ pub fn encode(x: &[f32], extra: f32, layout: SqLayout, out: &mut [u64]) {
     head[1] = pack(extra.to_bits(), sum);
 }
 
+/// The first of `codes` (rows of `layout.code_words()` words) that no [`encode`] writes: a
+/// non-finite `lo`, `delta` or exact term, a negative `delta`, or a code set in a padding
+/// lane (a crafted file; such a code would make distances NaN).
+pub fn first_invalid_code(codes: &[u64], layout: SqLayout) -> Option<usize> {
+    let cw = layout.code_words();
+    codes.chunks_exact(cw).position(|c| {
+        let (lo, delta) = lo_hi(c[0]);
+        let (lo, delta) = (f32::from_bits(lo), f32::from_bits(delta));
+        let extra = f32::from_bits(c[1] as u32);
+        let body = bytes_of(&c[HEADER_WORDS..]);
+        !lo.is_finite()
+            || !delta.is_finite()
+            || delta < 0.0
+            || !extra.is_finite()
+            || (layout.dim..layout.lanes()).any(|i| code_at(body, layout.bits, i) != 0)
+    })
+}
+
 /// Decodes a code into `out` (length `layout.dim`): `lo + delta c_i` (for `get` and tests).
 pub fn decode(code: &[u64], layout: SqLayout, out: &mut [f32]) {
     let (lo, delta) = lo_hi(code[0]);

@@ -289,8 +289,8 @@ impl CompactRows {
             encode_row(dtype, row, out);
         }
     }
-    /// Keeps only the rows `keep` says to (in order).
-    pub fn retain(&mut self, keep: &[bool]) {
+    /// A copy holding only the rows `keep` says to (in order).
+    pub fn retained(&self, keep: &[bool]) -> CompactRows {
         let rb = self.dtype.row_bytes(self.dim);
         let src = self.as_bytes();
         let mut out = Vec::with_capacity(keep.iter().filter(|&&k| k).count() * rb);
@@ -299,7 +299,16 @@ impl CompactRows {
                 out.extend_from_slice(&src[i * rb..(i + 1) * rb]);
             }
         }
-        self.bytes = RowBytes::Owned(out);
+        CompactRows {
+            dtype: self.dtype,
+            dim: self.dim,
+            bytes: RowBytes::Owned(out),
+        }
+    }
+    /// Keeps the first `n` rows.
+    pub fn truncate_rows(&mut self, n: usize) {
+        let len = n * self.dtype.row_bytes(self.dim);
+        self.owned().truncate(len);
     }
 }
 
