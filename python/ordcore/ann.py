@@ -836,8 +836,8 @@ class BQGraphIndex:
     # -- introspection and persistence ----------------------------------------------
     def memory_usage(self) -> MemoryUsage:
         """Bytes held: ``codes`` and ``graph`` (the search hot path) and ``float_vectors``
-        (touched only to rerank; file-backed when loaded with ``mmap=True``, see
-        ``float_vectors_mapped``)."""
+        (the rerank store in ``rerank_dtype``, touched only to rerank; file-backed when loaded
+        with ``mmap=True``, see ``float_vectors_mapped``)."""
         codes, graph, floats = self._inner.memory_usage()
         return MemoryUsage(
             codes=codes,
