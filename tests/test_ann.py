@@ -474,7 +474,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     idx = _index(_gauss(20, 8))
     idx.save(tmp_path / "b")
     raw = bytearray((tmp_path / "b").read_bytes())
-    raw[8] = 2  # version 2
+    raw[8] = 3  # version 3 (this release reads 1 and 2)
     import zlib
 
     raw[84:88] = zlib.crc32(bytes(raw[:84])).to_bytes(4, "little")

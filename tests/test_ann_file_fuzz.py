@@ -29,14 +29,19 @@ def crcs(b):
     b[80:84] = struct.pack("<I", zlib.crc32(bytes(b[128:])))
     b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
 
-# Seed files: every metric, both code widths, rotation on and off, removed nodes.
+# Seed files: every metric, every code width, rotation on and off, removed nodes; format
+# version 1 (1/2-bit codes, float32 store) and 2 (scalar codes, compact rerank stores).
 bases = []
-for i, (metric, bits, rot, dim) in enumerate([
-    ("l2", 2, None, 16), ("cosine", 1, None, 70), ("ip", 2, "hadamard", 24),
-    ("cosine", 2, "hadamard", 8), ("l2", 1, None, 1),
+for i, (metric, bits, rot, dim, store) in enumerate([
+    ("l2", 2, None, 16, "float32"), ("cosine", 1, None, 70, "float32"),
+    ("ip", 2, "hadamard", 24, "float32"), ("cosine", 2, "hadamard", 8, "float32"),
+    ("l2", 1, None, 1, "float32"), ("l2", 4, "hadamard", 20, "float32"),
+    ("cosine", 8, None, 66, "float16"), ("ip", 4, None, 9, "int8"),
+    ("cosine", 2, None, 12, "bfloat16"),
 ]):
     x = np.random.default_rng(i).standard_normal((120, dim)).astype(np.float32)
-    idx = ann.BQGraphIndex(dim, metric=metric, bits=bits, R=8, L_build=16, rotation=rot)
+    idx = ann.BQGraphIndex(dim, metric=metric, bits=bits, R=8, L_build=16, rotation=rot,
+                           rerank_dtype=store)
     idx.add(x)
     idx.remove(np.arange(0, 120, 7))
     p = os.path.join(tmp, f"base{i}.ordann")

@@ -244,6 +244,7 @@ __all__ += [
     "ann_exact_search",
     "ann_fitness_recall",
     "ann_kernel",
+    "ann_sq_kernel",
 ]
 
 import os as _os
@@ -265,7 +266,9 @@ class BQGraphIndex:
         alpha: float,
         rotation: bool,
         seed: int,
+        rerank_dtype: str,
     ) -> BQGraphIndex: ...
+    def rerank_dtype(self) -> str: ...
     def add(
         self,
         x: _npt.NDArray[_np.float32],
@@ -318,3 +321,4 @@ def ann_fitness_recall(
     num_threads: int | None,
 ) -> _npt.NDArray[_np.float64]: ...
 def ann_kernel() -> str: ...
+def ann_sq_kernel() -> str: ...

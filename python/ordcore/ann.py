@@ -63,6 +63,7 @@ __all__ = [
     "FitnessReport",
     "FITNESS_THRESHOLD",
     "cpu_kernel",
+    "sq_kernel",
 ]
 
 Metric = Literal["cosine", "ip", "l2"]
@@ -288,6 +289,29 @@ def cpu_kernel() -> str:
     return _core.ann_kernel()
 
 
+_SQ_KERNELS = ("scalar", "avx2", "avx512-vnni")
+_SQ_KERNEL_CAP = os.environ.get("ORDCORE_ANN_SQ_KERNEL", "")
+if _SQ_KERNEL_CAP not in ("", *_SQ_KERNELS):
+    warnings.warn(
+        f"ORDCORE_ANN_SQ_KERNEL={_SQ_KERNEL_CAP!r} is not one of {', '.join(_SQ_KERNELS)}; it is "
+        "ignored and the fastest kernel the CPU supports is used",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
+def sq_kernel() -> str:
+    """Name of the kernel of the 4- and 8-bit scalar codes: ``"avx512-vnni"`` (AVX-512BW +
+    VNNI), ``"avx2"`` or ``"scalar"``.
+
+    Chosen once per process from the CPU's features; ``ORDCORE_ANN_SQ_KERNEL`` set to
+    ``"avx2"`` or ``"scalar"`` (or ``ORDCORE_ANN_KERNEL="portable"``) before the first index
+    operation caps the choice. The query is scored in int8 lanes and every integer dot product
+    is exact, so every kernel gives the same graphs and search results bit for bit.
+    """
+    return _core.ann_sq_kernel()
+
+
 def recall_at_k(found: npt.ArrayLike, truth: npt.ArrayLike, k: int | None = None) -> float:
     """Mean recall@k: ``|found[i, :k] & truth[i, :k]| / k`` averaged over queries.
 
@@ -491,6 +515,19 @@ class MemoryUsage(TypedDict):
     float_vectors_mapped: bool
 
 
+RerankDtype = Literal["float32", "float16", "bfloat16", "int8"]
+_RERANK_DTYPES = ("float32", "float16", "bfloat16", "int8")
+
+
+def _check_rerank_dtype(dtype: object) -> str:
+    if not isinstance(dtype, str) or dtype not in _RERANK_DTYPES:
+        raise InvalidArgumentError(
+            f"rerank_dtype: unknown rerank dtype {dtype!r} (expected 'float32', 'float16', "
+            "'bfloat16' or 'int8')"
+        )
+    return dtype
+
+
 class BQGraphIndex:
     """Binary-quantized Vamana graph index (QuIVer, arXiv 2605.02171).
 
@@ -500,8 +537,15 @@ class BQGraphIndex:
         Vector dimension ``D``, in ``[1, 2**20]``.
     metric : {"cosine", "ip", "l2"}
         Distance convention (see the module docs); cosine normalizes on add and search.
-    bits : {1, 2}
-        2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance.
+    bits : {1, 2, 4, 8}
+        2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance; both
+        compare codes with codes. 4 and 8: scalar codes (per-vector ``lo + delta * c``,
+        ``c`` in ``[0, 2**bits - 1]``, of the rotated vector when ``rotation="hadamard"``),
+        scored asymmetrically: the query, quantized to int8 lanes, against the codes, in
+        search and in construction. They cost ``bits / 2`` times the memory of 2-bit codes
+        and rank low-dimensional data far better (brute-force top-20 by code score + exact
+        rerank, recall@10 on 50-d PCA-reduced glosses: 0.997 at 4 bits with the rotation).
+        Distances are the same on every SIMD kernel.
     R : int
         Maximum out-degree, in ``[2, 4096]``.
     L_build : int
@@ -524,6 +568,12 @@ class BQGraphIndex:
         up to 2% of the data) whose parallel searches all see the graph as it was before the
         batch, and whose results are applied in insertion order.
 
+    rerank_dtype : {"float32", "float16", "bfloat16", "int8"}
+        Element type of the vectors the exact rerank reads (``memory_usage()["float_vectors"]``):
+        float32 (4 bytes a value), float16 / bfloat16 (2; round to nearest even, float16 refuses
+        values beyond 65504 on ``add``), or int8 (1, plus a float32 scale per row:
+        ``x ~ s * round(x / s)`` with ``s = max |x_i| / 127``). Returned distances are the exact
+        distances to the stored (rounded) vectors. ``load(mmap=True)`` maps every dtype.
     Notes
     -----
     Exact code ties are frequent, so construction breaks ties deterministically: candidates
@@ -557,12 +607,13 @@ class BQGraphIndex:
         alpha: float = 1.2,
         rotation: Literal["hadamard"] | None = None,
         seed: int = 0,
+        rerank_dtype: RerankDtype = "float32",
     ) -> None:
         _check_metric(metric)
         # Every range is what the file format holds (saved parameters reload unchanged).
         dim = int_arg("dim", dim, 1, _MAX_DIM)
-        if bits not in (1, 2):
-            raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
+        if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in (1, 2, 4, 8):
+            raise InvalidArgumentError(f"bits: must be 1, 2, 4 or 8, got {bits!r}")
         R = int_arg("R", R, 2, _MAX_R)
         L_build = int_arg("L_build", L_build, 1, _MAX_L_BUILD)
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
@@ -575,7 +626,8 @@ class BQGraphIndex:
             )
         seed = int_arg("seed", seed, 0, UINT64_MAX)
         self._inner = _core.BQGraphIndex(
-            dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed)
+            dim, metric, int(bits), int(R), L_build, float(alpha), rotation == "hadamard", int(seed),
+            _check_rerank_dtype(rerank_dtype),
         )
 
     @classmethod
@@ -624,6 +676,11 @@ class BQGraphIndex:
     def seed(self) -> int:
         """Construction and rotation seed."""
         return self._inner.params()[7]
+
+    @property
+    def rerank_dtype(self) -> str:
+        """Element type of the rerank store."""
+        return self._inner.rerank_dtype()
 
     @property
     def ids(self) -> npt.NDArray[np.int64]:
@@ -737,6 +794,8 @@ class BQGraphIndex:
                     b.close()
 
     def _check_fitness(self, a: npt.NDArray[np.float32], num_threads: int | None) -> None:
+        if self.bits > 2:
+            return  # scalar codes are scored against the query: no binary-code warning
         # Sampled queries against every row being added (the index's real size), as many as
         # a budget of distance computations allows (50 to 200).
         queries = int(min(200, max(50, _FITNESS_ADD_BUDGET // max(1, a.shape[0] * a.shape[1]))))
@@ -843,8 +902,8 @@ class BQGraphIndex:
     # -- introspection and persistence ----------------------------------------------
     def memory_usage(self) -> MemoryUsage:
         """Bytes held: ``codes`` and ``graph`` (the search hot path) and ``float_vectors``
-        (touched only to rerank; file-backed when loaded with ``mmap=True``, see
-        ``float_vectors_mapped``)."""
+        (the rerank store in ``rerank_dtype``, touched only to rerank; file-backed when loaded
+        with ``mmap=True``, see ``float_vectors_mapped``)."""
         codes, graph, floats = self._inner.memory_usage()
         return MemoryUsage(
             codes=codes,

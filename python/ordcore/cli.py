@@ -97,6 +97,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         rotation=None if args.rotation == "none" else args.rotation,
         seed=args.seed,
+        rerank_dtype=args.rerank_dtype,
     )
     t0 = time.perf_counter()
     index.add(X, num_threads=args.threads, progress=not args.quiet and _has_tqdm())
@@ -194,7 +195,7 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     index = _load_index(args.index)
     print(f"{'file':<16}{args.index}")
     print(f"{'vectors':<16}{len(index):,}")
-    for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed"):
+    for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed", "rerank_dtype"):
         print(f"{key:<16}{getattr(index, key)}")
     mem = index.memory_usage()
     for part in ("codes", "graph", "float_vectors"):
@@ -498,8 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="index file to write")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine",
                    help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
-    p.add_argument("--bits", type=int, choices=[1, 2], default=2,
-                   help="code bits per dimension (2: sign + magnitude, 1: sign)")
+    p.add_argument("--rerank-dtype", choices=["float32", "float16", "bfloat16", "int8"],
+                   default="float32", help="element type of the vectors the exact rerank reads")
+    p.add_argument("--bits", type=int, choices=[1, 2, 4, 8], default=2,
+                   help="code bits per dimension (2: sign + magnitude, 1: sign, "
+                        "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=64, help="max degree R of the graph")
     p.add_argument("--L-build", type=_positive_int, default=128, help="build beam width L")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")

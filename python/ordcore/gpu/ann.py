@@ -51,6 +51,11 @@ def _metric(metric: str) -> int:
 
 
 def _bits(bits: int) -> int:
+    if bits in (4, 8):
+        raise InvalidArgumentError(
+            f"bits: the {bits}-bit scalar codes have no GPU path (ordcore.gpu.ann covers the "
+            "1- and 2-bit codes); build and search them on the CPU with ordcore.ann.BQGraphIndex"
+        )
     if bits not in (1, 2):
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits}")
     return bits

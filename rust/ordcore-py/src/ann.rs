@@ -112,7 +112,7 @@ impl PyBQGraphIndex {
 #[pymethods]
 impl PyBQGraphIndex {
     #[new]
-    #[pyo3(signature = (dim, metric, bits, r, l_build, alpha, rotation, seed))]
+    #[pyo3(signature = (dim, metric, bits, r, l_build, alpha, rotation, seed, rerank_dtype))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         dim: usize,
@@ -123,6 +123,7 @@ impl PyBQGraphIndex {
         alpha: f64,
         rotation: bool,
         seed: u64,
+        rerank_dtype: &str,
     ) -> PyResult<Self> {
         let params = Params {
             dim,
@@ -134,7 +135,10 @@ impl PyBQGraphIndex {
             rotation,
             seed,
         };
-        let idx = ann::BQGraphIndex::new(params).map_err(crate::errors::to_pyerr)?;
+        let mut idx = ann::BQGraphIndex::new(params).map_err(crate::errors::to_pyerr)?;
+        ann::store::RerankDtype::parse(rerank_dtype)
+            .and_then(|d| idx.set_rerank_dtype(d))
+            .map_err(crate::errors::to_pyerr)?;
         Ok(wrap(idx))
     }
 
@@ -243,6 +247,11 @@ impl PyBQGraphIndex {
     fn load(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<Self> {
         let idx = run(py, Some(1), move || ann::format::load(&path, mmap))?;
         Ok(wrap(idx))
+    }
+
+    /// The element type of the rerank store (`float32`, `float16`, `bfloat16`, `int8`).
+    fn rerank_dtype(&self, py: Python<'_>) -> PyResult<&'static str> {
+        self.read(py, |i| i.rerank_dtype().name())
     }
 
     /// `(dim, metric, bits, R, L_build, alpha, rotation, seed)`.
@@ -432,6 +441,13 @@ fn ann_kernel() -> &'static str {
     ann::codes::kernel().name()
 }
 
+/// The scalar-code (bits 4 and 8) kernel in use (runtime feature detection, capped by
+/// `ORDCORE_ANN_SQ_KERNEL`, and by `ORDCORE_ANN_KERNEL=portable`).
+#[pyfunction]
+fn ann_sq_kernel() -> &'static str {
+    ann::sq::kernel().name()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBQGraphIndex>()?;
     m.add_function(wrap_pyfunction!(ann_encode, m)?)?;
@@ -439,5 +455,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ann_exact_search, m)?)?;
     m.add_function(wrap_pyfunction!(ann_fitness_recall, m)?)?;
     m.add_function(wrap_pyfunction!(ann_kernel, m)?)?;
+    m.add_function(wrap_pyfunction!(ann_sq_kernel, m)?)?;
     Ok(())
 }

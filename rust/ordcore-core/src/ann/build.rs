@@ -11,6 +11,7 @@ use super::huge;
 use super::index::{slack_degree, BQGraphIndex, Progress, Vectors};
 use super::metric::{prepare_rows, validate_rows};
 use super::rotation::Rotation;
+use super::store::check_rows;
 use crate::{ensure, Error, Result};
 
 /// The lists of `adj` (row stride `from`, degrees `deg`) in a new array of `rows` rows of
@@ -52,6 +53,7 @@ impl BQGraphIndex {
         );
         let n = x.len() / dim;
         validate_rows(x, dim, self.params.metric, "X")?;
+        check_rows(self.rerank_dtype(), x, dim, "X")?;
         ensure!(
             self.ids.len() + n < u32::MAX as usize,
             "X",
@@ -122,6 +124,7 @@ impl BQGraphIndex {
             &rows,
             dim,
             self.params.bits,
+            self.params.metric,
             new_rot.as_ref().or(self.rot.as_ref()),
         )?;
         // Stage: grow the arrays, keeping what a rollback needs (the old graph lists, moved
@@ -138,7 +141,10 @@ impl BQGraphIndex {
                 None
             },
         };
-        huge::extend(self.vectors.make_owned(), &rows);
+        match &mut self.compact {
+            Some(c) => c.extend(&rows),
+            None => huge::extend(self.vectors.make_owned(), &rows),
+        }
         huge::extend(&mut self.codes, &codes);
         let slack = slack_degree(self.params.r);
         self.adj = restrided(&saved.adj, &self.deg, saved.stride, slack, old + n);
@@ -201,7 +207,10 @@ impl BQGraphIndex {
 
     fn rollback_add(&mut self, old: usize, new_ids: &[i64], saved: Saved, first: bool) {
         let dim = self.params.dim;
-        self.vectors.make_owned().truncate(old * dim);
+        match &mut self.compact {
+            Some(c) => c.truncate_rows(old),
+            None => self.vectors.make_owned().truncate(old * dim),
+        }
         self.codes.truncate(old * self.cw);
         for id in new_ids {
             self.id_map.remove(id);
@@ -272,8 +281,9 @@ impl BQGraphIndex {
                     continue;
                 }
                 crate::interrupt::check()?;
+                let qu = self.node_query(u);
                 let pool = with_graph_fast!(self, g => {
-                    beam_search(&g, g.code(u), self.entry, l, graph::dup_cap(l), None, None)
+                    beam_search(&g, &qu, self.entry, l, graph::dup_cap(l), None, None)
                 });
                 let reach: Vec<u32> = pool
                     .iter()
@@ -342,9 +352,8 @@ impl BQGraphIndex {
                 .filter(|&p| g.neighbors(p).len() > r)
                 .map(|p| {
                     crate::interrupt::check()?;
-                    let pc = g.code(p);
                     let mut cands: Vec<(u32, u32)> =
-                        g.neighbors(p).iter().map(|&j| (g.d(pc, j), j)).collect();
+                        g.neighbors(p).iter().map(|&j| (g.d_nodes(p, j), j)).collect();
                     Ok((p, robust_prune(&g, p, &mut cands, alpha, r, &skip)))
                 })
                 .collect::<Result<_>>()
@@ -369,13 +378,14 @@ impl BQGraphIndex {
     /// (transformed) mean vector; ties to the smaller node.
     fn medoid(&self) -> u32 {
         let dim = self.params.dim;
-        let vecs = self.vectors.as_slice();
         let mut acc = vec![0f64; dim];
         let mut cnt = 0usize;
-        for (i, row) in vecs.chunks_exact(dim).enumerate() {
+        let mut buf = vec![0f32; dim];
+        for i in 0..self.n_nodes() {
             if self.deleted[i] {
                 continue;
             }
+            let row = self.row(i, &mut buf);
             cnt += 1;
             for (a, &v) in acc.iter_mut().zip(row) {
                 *a += v as f64;
@@ -455,7 +465,8 @@ impl BQGraphIndex {
                 let work = |&p: &u32| -> Result<Vec<u32>> {
                     crate::interrupt::check()?;
                     let mut cands = Vec::with_capacity(2 * l.min(g.n()));
-                    let pc = g.code(p);
+                    let pc = self.node_query(p);
+                    let pc = &pc[..];
                     beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands), None);
                     for &nb in g.neighbors(p) {
                         cands.push((g.d(pc, nb), nb));
@@ -499,9 +510,8 @@ impl BQGraphIndex {
                     if merged.len() <= stride {
                         return Some((*j, merged));
                     }
-                    let jc = g.code(*j);
                     let mut cands: Vec<(u32, u32)> =
-                        merged.iter().map(|&m| (g.d(jc, m), m)).collect();
+                        merged.iter().map(|&m| (g.d_nodes(*j, m), m)).collect();
                     Some((*j, robust_prune(&g, *j, &mut cands, alpha, r, &skip)))
                 };
                 if groups.len() > 1 {
@@ -541,15 +551,14 @@ impl BQGraphIndex {
                 .filter(|&p| !deleted[p as usize] && g.neighbors(p).iter().any(|&j| deleted[j as usize]))
                 .map(|p| {
                     crate::interrupt::check()?;
-                    let pc = g.code(p);
                     let mut cands = Vec::new();
                     for &j in g.neighbors(p) {
                         if deleted[j as usize] {
                             for &jj in g.neighbors(j) {
-                                cands.push((g.d(pc, jj), jj));
+                                cands.push((g.d_nodes(p, jj), jj));
                             }
                         } else {
-                            cands.push((g.d(pc, j), j));
+                            cands.push((g.d_nodes(p, j), j));
                         }
                     }
                     Ok((p, robust_prune(&g, p, &mut cands, alpha, r, &skip)))
@@ -571,7 +580,8 @@ impl BQGraphIndex {
         let cw = self.cw;
         let ov = self.vectors.as_slice();
         let mut codes = huge::with_capacity(m * cw);
-        let mut vecs = huge::with_capacity(m * dim);
+        let compact = self.compact.as_ref();
+        let mut vecs = huge::with_capacity(if compact.is_some() { 0 } else { m * dim });
         let mut adj = huge::filled(m * r, 0u32);
         let mut deg = vec![0u32; m];
         let mut ids = Vec::with_capacity(m);
@@ -581,7 +591,9 @@ impl BQGraphIndex {
             }
             let ni = remap[i] as usize;
             codes.extend_from_slice(&self.codes[i * cw..(i + 1) * cw]);
-            vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
+            if compact.is_none() {
+                vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
+            }
             ids.push(self.ids[i]);
             let list = repaired.remove(&(i as u32));
             let mut d = 0;
@@ -607,6 +619,10 @@ impl BQGraphIndex {
             adj,
             deg,
             vectors: Vectors::Owned(vecs),
+            compact: compact.map(|c| {
+                let keep: Vec<bool> = self.deleted.iter().map(|&d| !d).collect();
+                c.retained(&keep)
+            }),
             ids,
             deleted: vec![false; m],
             n_deleted: 0,

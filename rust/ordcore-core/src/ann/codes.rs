@@ -70,6 +70,19 @@ pub trait CodeDist: Copy + Send + Sync {
     fn dist(&self, a: &[u64], b: &[u64]) -> u32;
     /// Words per code (all planes).
     fn code_words(&self) -> usize;
+    /// Distance between two stored codes. `dist` scores a query form against a code, which
+    /// for the 1- and 2-bit codes is a code itself; the scalar codes
+    /// ([`super::sq::SqDist`]) score a higher-precision query form there.
+    #[inline(always)]
+    fn sym(&self, a: &[u64], b: &[u64]) -> u32 {
+        self.dist(a, b)
+    }
+    /// The distance a `dist` / `sym` value stands for, on a linear scale (RobustPrune's
+    /// `alpha` rule compares ratios of these). The popcount distances are linear already.
+    #[inline(always)]
+    fn value(&self, d: u32) -> f64 {
+        d as f64
+    }
     /// Whether codes `a` and `b` are equal (an inlined, branch-free compare: code ties are
     /// frequent, and a slice `==` calls `memcmp`).
     #[inline(always)]

@@ -18,7 +18,9 @@ macro_rules! graph_with {
 macro_rules! with_graph {
     ($self:expr, $g:ident => $body:expr) => {{
         let words = $crate::ann::codes::words_for($self.code_dim);
-        if $self.params.bits == 1 {
+        if $self.params.bits > 2 {
+            graph_with!($self, $self.sq_dist(), $g => $body)
+        } else if $self.params.bits == 1 {
             graph_with!($self, $crate::ann::codes::Hamming { words }, $g => $body)
         } else {
             let dim = $self.code_dim as u32;

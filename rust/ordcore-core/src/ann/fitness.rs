@@ -39,10 +39,16 @@ pub struct SymmetricCodes {
 
 impl SymmetricCodes {
     /// Codes of prepared `rows`, through `rot` when given.
-    pub fn new(rows: &[f32], dim: usize, bits: usize, rot: Option<&Rotation>) -> Result<Self> {
+    pub fn new(
+        rows: &[f32],
+        dim: usize,
+        bits: usize,
+        metric: Metric,
+        rot: Option<&Rotation>,
+    ) -> Result<Self> {
         let code_dim = rot.map_or(dim, |r| r.padded_dim());
         Ok(SymmetricCodes {
-            codes: encode_rows(rows, dim, bits, rot)?,
+            codes: encode_rows(rows, dim, bits, metric, rot)?,
             cw: bits * words_for(code_dim),
             code_dim,
             bits,
@@ -179,7 +185,7 @@ pub fn fitness_recall(
                 Some(seed) => Some(Rotation::new(dim, *seed, mean.clone())?),
                 None => None,
             };
-            SymmetricCodes::new(&rows, dim, bits, rot.as_ref())
+            SymmetricCodes::new(&rows, dim, bits, metric, rot.as_ref())
         })
         .collect::<Result<_>>()?;
     let refs: Vec<&dyn CodeScorer> = scorers.iter().map(|s| s as &dyn CodeScorer).collect();

@@ -1,4 +1,8 @@
-//! The `.ordann` file format (version 1). All integers and floats are little-endian.
+//! The `.ordann` file format (versions 1 and 2). All integers and floats are little-endian.
+//! Version 2 adds the scalar codes (`bits` 4 and 8, codes laid out as in [`super::sq`]) and
+//! the compact rerank stores (byte 27, see [`super::store`]); `save` writes the lowest
+//! version that holds the index (1 for 1- and 2-bit codes with float32 vectors, so older
+//! ordcore releases keep reading those files), and `load` reads both.
 //!
 //! ```text
 //! offset  size  field
@@ -7,9 +11,10 @@
 //! 12      4     u32 byte-order mark 0x01020304 (reads 0x04030201 on a byte-swapped file)
 //! 16      8     u64 dim
 //! 24      1     u8 metric (0 cosine, 1 ip, 2 l2)
-//! 25      1     u8 bits (1 or 2)
+//! 25      1     u8 bits (1 or 2; version 2: also 4 or 8)
 //! 26      1     u8 rotation (0 none, 1 hadamard)
-//! 27      1     reserved (0)
+//! 27      1     version 1: reserved (0); version 2: rerank dtype (0 float32, 1 float16,
+//!               2 bfloat16, 3 int8)
 //! 28      4     u32 R
 //! 32      4     u32 L_build
 //! 36      4     u32 entry node
@@ -23,8 +28,8 @@
 //! 88      40    reserved (0)
 //! 128           payload: each section starts at a multiple of 64 bytes (zero padding)
 //!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
-//!               codes u64[n*bits*ceil(code_dim/64)] | mean f32[dim] (rotation only) |
-//!               vectors f32[n*dim] (normalized under cosine)
+//!               codes u64[n*code_words] | mean f32[dim] (rotation only) |
+//!               vectors: n rows in the rerank dtype (normalized under cosine)
 //! ```
 //! `save` writes `<path>.tmp-<pid>`, flushes it to disk and renames it over `path`.
 
@@ -33,13 +38,24 @@ use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
-use super::codes::words_for;
+use super::encode::code_words;
 use super::rotation::Rotation;
+use super::store::{RerankDtype, RowBytes};
 use super::{validate_rows, BQGraphIndex, Metric, Params, Vectors};
 use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
-pub const VERSION: u32 = 1;
+/// The newest version this release reads and writes.
+pub const VERSION: u32 = 2;
+
+/// The version `save` writes for an index of `bits` and rerank store `dtype`.
+fn version_for(bits: usize, dtype: RerankDtype) -> u32 {
+    if bits <= 2 && dtype == RerankDtype::Float32 {
+        1
+    } else {
+        2
+    }
+}
 const BOM: u32 = 0x0102_0304;
 const HEADER: usize = 128;
 
@@ -58,7 +74,14 @@ struct Layout {
     end: usize,
 }
 
-fn layout(n: usize, r: usize, cw: usize, dim: usize, rotation: bool) -> Option<Layout> {
+fn layout(
+    n: usize,
+    r: usize,
+    cw: usize,
+    dim: usize,
+    rotation: bool,
+    dtype: RerankDtype,
+) -> Option<Layout> {
     let mut off = 0usize;
     let mut sec = |bytes: usize| -> Option<usize> {
         let s = off;
@@ -71,7 +94,7 @@ fn layout(n: usize, r: usize, cw: usize, dim: usize, rotation: bool) -> Option<L
     let adj = sec(n.checked_mul(r)?.checked_mul(4)?)?;
     let codes = sec(n.checked_mul(cw)?.checked_mul(8)?)?;
     let mean = sec(if rotation { dim.checked_mul(4)? } else { 0 })?;
-    let vectors = sec(n.checked_mul(dim)?.checked_mul(4)?)?;
+    let vectors = sec(n.checked_mul(dtype.row_bytes(dim))?)?;
     Some(Layout {
         ids,
         removed,
@@ -123,7 +146,8 @@ macro_rules! put_le {
 pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
     let p = &index.params;
     let n = index.n_nodes();
-    let lay = layout(n, p.r, index.cw, p.dim, p.rotation)
+    let dtype = index.rerank_dtype();
+    let lay = layout(n, p.r, index.cw, p.dim, p.rotation, dtype)
         .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
     if path.as_os_str().is_empty() || path.is_dir() {
         return Err(Error::Io(std::io::Error::new(
@@ -157,14 +181,18 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
             put_le!(w, rot.mean());
         }
         w.pad_to(lay.vectors)?;
-        put_le!(w, index.vectors.as_slice());
+        match &index.compact {
+            Some(c) => w.put(c.as_bytes())?,
+            None => put_le!(w, index.vectors.as_slice()),
+        }
         w.pad_to(lay.end)?;
         w.inner.flush()?;
         let payload_crc = w.crc.clone().finalize();
         drop(w);
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        h[8..12].copy_from_slice(&version_for(p.bits, dtype).to_le_bytes());
+        h[27] = dtype.code();
         h[12..16].copy_from_slice(&BOM.to_le_bytes());
         h[16..24].copy_from_slice(&(p.dim as u64).to_le_bytes());
         h[24] = p.metric.code();
@@ -270,7 +298,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     if version == 0 {
         return Err(fmt_err(format!("{name}: invalid format version 0")));
     }
-    if b[27] != 0 || b[88..HEADER].iter().any(|&x| x != 0) {
+    if (version == 1 && b[27] != 0) || b[88..HEADER].iter().any(|&x| x != 0) {
         return Err(fmt_err(format!(
             "{name}: reserved header bytes are not zero (corrupted header)"
         )));
@@ -302,6 +330,14 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         rotation,
         seed,
     };
+    let dtype = RerankDtype::from_code(b[27])
+        .ok_or_else(|| fmt_err(format!("{name}: unknown rerank dtype code {}", b[27])))?;
+    if version < version_for(bits, dtype) {
+        return Err(fmt_err(format!(
+            "{name}: bits {bits} needs format version {}, the header says {version}",
+            version_for(bits, dtype)
+        )));
+    }
     let mut index = BQGraphIndex::new(params)
         .map_err(|e| fmt_err(format!("{name}: invalid parameters in header: {e}")))?;
     if index.code_dim != code_dim {
@@ -314,7 +350,10 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             "{name}: {n} nodes (an index holds fewer than 2^32 - 1)"
         )));
     }
-    let lay = layout(n, r, index.cw, dim, rotation)
+    index
+        .set_rerank_dtype(dtype)
+        .map_err(|e| fmt_err(format!("{name}: {e}")))?;
+    let lay = layout(n, r, index.cw, dim, rotation, dtype)
         .ok_or_else(|| fmt_err(format!("{name}: sizes in header overflow")))?;
     if lay.end != payload_len {
         return Err(fmt_err(format!(
@@ -375,7 +414,12 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             return Err(fmt_err(format!("{name}: id {id} appears twice")));
         }
     }
-    if let Some(row) = super::codes::first_row_with_bits_past_dim(&codes, code_dim, bits) {
+    let bad_code = if bits <= 2 {
+        super::codes::first_row_with_bits_past_dim(&codes, code_dim, bits)
+    } else {
+        super::sq::first_invalid_code(&codes, super::sq::SqLayout::new(code_dim, bits))
+    };
+    if let Some(row) = bad_code {
         return Err(fmt_err(format!(
             "{name}: the code of node {row} has bits set past the code dimension {code_dim}"
         )));
@@ -392,7 +436,29 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     }
     let vec_off = HEADER + lay.vectors;
     let vec_len = n * dim;
-    let vectors = if mmap && cfg!(target_endian = "little") && vec_off.is_multiple_of(4) {
+    let vectors = if let Some(c) = &mut index.compact {
+        let len = n * dtype.row_bytes(dim);
+        c.bytes = if mmap {
+            RowBytes::Mapped {
+                map,
+                offset: vec_off,
+                len,
+            }
+        } else {
+            RowBytes::Owned(b[vec_off..vec_off + len].to_vec())
+        };
+        let mut buf = vec![0f32; dim];
+        for i in 0..n {
+            c.decode(i, &mut buf);
+            validate_rows(&buf, dim, metric, "vectors").map_err(|e| {
+                fmt_err(format!(
+                    "{name}: invalid stored vector {i}: {}",
+                    e.to_string().trim_start_matches("vectors: ")
+                ))
+            })?;
+        }
+        Vectors::Owned(Vec::new())
+    } else if mmap && cfg!(target_endian = "little") && vec_off.is_multiple_of(4) {
         Vectors::Mapped {
             map,
             offset: vec_off,
@@ -422,6 +488,6 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index.id_map = id_map;
     index.entry = entry;
     index.vectors = vectors;
-    debug_assert_eq!(index.cw, index.params.bits * words_for(index.code_dim));
+    debug_assert_eq!(index.cw, code_words(index.code_dim, index.params.bits));
     Ok(index)
 }

@@ -94,9 +94,15 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
         let s = i as usize * self.r;
         &self.adj[s..s + self.deg[i as usize] as usize]
     }
+    /// Distance of query form `a` to node `i`.
     #[inline(always)]
     pub fn d(&self, a: &[u64], i: u32) -> u32 {
         self.dist.dist(a, self.code(i))
+    }
+    /// Distance of the stored codes of nodes `i` and `j`.
+    #[inline(always)]
+    pub fn d_nodes(&self, i: u32, j: u32) -> u32 {
+        self.dist.sym(self.code(i), self.code(j))
     }
     /// Hints the CPU to load the code of node `i`.
     #[inline(always)]
@@ -105,13 +111,15 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
         {
             let w = self.dist.code_words();
             let ptr = self.codes.as_ptr().wrapping_add(i as usize * w) as *const i8;
-            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(ptr, std::arch::x86_64::_MM_HINT_T0);
-                std::arch::x86_64::_mm_prefetch(
-                    ptr.wrapping_add(64),
-                    std::arch::x86_64::_MM_HINT_T0,
-                );
+            // At least two lines (a code need not start on one), every line of a long code.
+            for off in (0..(w * 8).max(128)).step_by(64) {
+                // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch(
+                        ptr.wrapping_add(off),
+                        std::arch::x86_64::_MM_HINT_T0,
+                    )
+                };
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -389,7 +397,9 @@ fn robust_prune_impl<D: CodeDist>(
             }
             let (dj, idj) = cands[j];
             let other = g.code(idj);
-            if alpha * g.dist.dist(cc, other) as f64 <= dj as f64 || g.dist.same(other, cc) {
+            if alpha * g.dist.value(g.dist.sym(cc, other)) <= g.dist.value(dj)
+                || g.dist.same(other, cc)
+            {
                 pruned[j] = true;
             }
         }

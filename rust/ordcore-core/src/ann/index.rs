@@ -3,10 +3,15 @@
 
 use std::collections::HashMap;
 
-use super::codes::{encode_one, words_for};
+use std::borrow::Cow;
+
+use super::codes::encode_one;
+use super::encode::{code_words, sq_metric, sq_term};
 use super::huge;
 use super::metric::Metric;
 use super::rotation::Rotation;
+use super::sq::{self, SqDist, SqLayout};
+use super::store::{CompactRows, RerankDtype};
 use crate::{ensure, Error, Result};
 
 /// Float vectors used for reranking: owned, or mapped from an index file.
@@ -80,6 +85,8 @@ pub struct BQGraphIndex {
     pub(super) adj: Vec<u32>,
     pub(super) deg: Vec<u32>,
     pub(super) vectors: Vectors,
+    /// The compact rerank store (`rerank_dtype` other than float32; `vectors` is then empty).
+    pub(super) compact: Option<CompactRows>,
     pub(super) ids: Vec<i64>,
     pub(super) deleted: Vec<bool>,
     pub(super) n_deleted: usize,
@@ -100,9 +107,9 @@ impl BQGraphIndex {
             p.dim
         );
         ensure!(
-            p.bits == 1 || p.bits == 2,
+            matches!(p.bits, 1 | 2 | 4 | 8),
             "bits",
-            "must be 1 or 2, got {}",
+            "must be 1, 2, 4 or 8, got {}",
             p.bits
         );
         ensure!(p.r >= 2, "R", "must be at least 2, got {}", p.r);
@@ -124,7 +131,7 @@ impl BQGraphIndex {
         } else {
             p.dim
         };
-        let cw = p.bits * words_for(code_dim);
+        let cw = code_words(code_dim, p.bits);
         Ok(BQGraphIndex {
             code_dim,
             cw,
@@ -133,6 +140,7 @@ impl BQGraphIndex {
             adj: Vec::new(),
             deg: Vec::new(),
             vectors: Vectors::Owned(Vec::new()),
+            compact: None,
             ids: Vec::new(),
             deleted: Vec::new(),
             n_deleted: 0,
@@ -162,15 +170,53 @@ impl BQGraphIndex {
         self.code_dim
     }
     pub fn vectors_mapped(&self) -> bool {
-        self.vectors.is_mapped()
+        match &self.compact {
+            Some(c) => c.is_mapped(),
+            None => self.vectors.is_mapped(),
+        }
     }
-    /// Bytes held by the codes, the graph and the float vectors.
+    /// Bytes held by the codes, the graph and the rerank store.
     pub fn memory_usage(&self) -> (usize, usize, usize) {
         (
             self.codes.len() * 8,
             self.adj.len() * 4 + self.deg.len() * 4,
-            self.vectors.as_slice().len() * 4,
+            match &self.compact {
+                Some(c) => c.as_bytes().len(),
+                None => self.vectors.as_slice().len() * 4,
+            },
         )
+    }
+    /// The element type of the rerank store.
+    pub fn rerank_dtype(&self) -> RerankDtype {
+        self.compact
+            .as_ref()
+            .map_or(RerankDtype::Float32, |c| c.dtype)
+    }
+    /// Sets the element type of the rerank store (only while the index holds no node).
+    pub fn set_rerank_dtype(&mut self, dtype: RerankDtype) -> Result<()> {
+        ensure!(
+            self.n_nodes() == 0,
+            "rerank_dtype",
+            "can only be set on an empty index"
+        );
+        self.compact =
+            (dtype != RerankDtype::Float32).then(|| CompactRows::new(dtype, self.params.dim));
+        Ok(())
+    }
+    /// Row `i` of the rerank store as float32: a view of the float32 store, or decoded into
+    /// `buf` (length `dim`) from a compact one.
+    #[inline]
+    pub(super) fn row<'a>(&'a self, i: usize, buf: &'a mut [f32]) -> &'a [f32] {
+        match &self.compact {
+            Some(c) => {
+                c.decode(i, buf);
+                buf
+            }
+            None => {
+                let dim = self.params.dim;
+                &self.vectors.as_slice()[i * dim..(i + 1) * dim]
+            }
+        }
     }
     /// User ids of live vectors, in insertion order.
     pub fn live_ids(&self) -> Vec<i64> {
@@ -191,17 +237,67 @@ impl BQGraphIndex {
         &self.adj[s..s + self.deg[i] as usize]
     }
 
+    /// The query form of `q` (a prepared row): its code for 1 and 2 bits, the int8 form of
+    /// [`super::sq`] for 4 and 8 bits.
     pub(super) fn encode_query(&self, q: &[f32]) -> Result<Vec<u64>> {
-        let mut code = vec![0u64; self.cw];
-        match &self.rot {
-            None => encode_one(q, self.params.bits, &mut code),
+        let mut buf = Vec::new();
+        let t = match &self.rot {
+            None => q,
             Some(r) => {
-                let mut buf = vec![0f32; self.code_dim];
+                buf.resize(self.code_dim, 0f32);
                 r.apply(q, &mut buf)?;
-                encode_one(&buf, self.params.bits, &mut code);
+                &buf[..]
             }
+        };
+        if self.params.bits <= 2 {
+            let mut code = vec![0u64; self.cw];
+            encode_one(t, self.params.bits, &mut code);
+            Ok(code)
+        } else {
+            let layout = SqLayout::new(self.code_dim, self.params.bits);
+            let mut form = vec![0u64; layout.query_words()];
+            let qconst = sq_term(self.params.metric, q, t, self.rot.as_ref(), true);
+            sq::encode_query(t, qconst, layout, &mut form);
+            Ok(form)
         }
-        Ok(code)
+    }
+
+    /// The query form of node `i` in construction: its own code for 1 and 2 bits (the
+    /// symmetric code distance), the query form of its stored vector for 4 and 8 bits
+    /// (asymmetric).
+    pub(super) fn node_query(&self, i: u32) -> Cow<'_, [u64]> {
+        let i = i as usize;
+        if self.params.bits <= 2 {
+            return Cow::Borrowed(&self.codes[i * self.cw..(i + 1) * self.cw]);
+        }
+        let mut buf = vec![0f32; self.params.dim];
+        let row = self.row(i, &mut buf);
+        // The rotation fails only on a length mismatch, which the index rules out.
+        Cow::Owned(
+            self.encode_query(row)
+                .unwrap_or_else(|_| vec![0; self.query_words()]),
+        )
+    }
+
+    /// Words of one query form.
+    pub(super) fn query_words(&self) -> usize {
+        if self.params.bits <= 2 {
+            self.cw
+        } else {
+            SqLayout::new(self.code_dim, self.params.bits).query_words()
+        }
+    }
+
+    /// The scalar-code distance of this index (4 and 8 bits).
+    pub(super) fn sq_dist(&self) -> SqDist {
+        let mean_sq = self.rot.as_ref().map_or(0.0, |r| {
+            r.mean().iter().map(|&v| v as f64 * v as f64).sum::<f64>() as f32
+        });
+        SqDist::new(
+            SqLayout::new(self.code_dim, self.params.bits),
+            sq_metric(self.params.metric),
+            mean_sq,
+        )
     }
 
     pub(super) fn set_list(&mut self, p: u32, list: &[u32]) {

@@ -89,21 +89,26 @@ fn sqdist(a: &[f32], b: &[f32]) -> f32 {
 /// Hints the CPU to load `vecs[start..start + len]` (every cache line of one float row).
 #[inline(always)]
 pub(super) fn prefetch_row(vecs: &[f32], start: usize, len: usize) {
+    prefetch_lines(vecs.as_ptr().wrapping_add(start) as *const i8, len * 4);
+}
+
+/// Hints the CPU to load every cache line of `bytes`.
+#[inline(always)]
+pub(super) fn prefetch_bytes(bytes: &[u8]) {
+    prefetch_lines(bytes.as_ptr() as *const i8, bytes.len());
+}
+
+#[inline(always)]
+fn prefetch_lines(base: *const i8, len: usize) {
     #[cfg(target_arch = "x86_64")]
-    {
-        let base = vecs.as_ptr().wrapping_add(start) as *const i8;
-        for off in (0..len * 4).step_by(64) {
-            // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(
-                    base.wrapping_add(off),
-                    std::arch::x86_64::_MM_HINT_T0,
-                )
-            };
-        }
+    for off in (0..len).step_by(64) {
+        // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(base.wrapping_add(off), std::arch::x86_64::_MM_HINT_T0)
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (vecs, start, len);
+    let _ = (base, len);
 }
 
 /// Exact distance in the metric's convention (vectors already normalized under cosine).

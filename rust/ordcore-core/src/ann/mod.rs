@@ -21,6 +21,8 @@ mod index;
 mod metric;
 pub mod rotation;
 mod search;
+pub mod sq;
+pub mod store;
 
 pub use encode::encode;
 pub use fitness::fitness_recall;

@@ -4,7 +4,9 @@ use rayon::prelude::*;
 
 use super::graph;
 use super::index::BQGraphIndex;
-use super::metric::{float_distance, prefetch_row, prepare_rows, validate_rows, Metric};
+use super::metric::{
+    float_distance, prefetch_bytes, prefetch_row, prepare_rows, validate_rows, Metric,
+};
 use crate::{ensure, Error, Result};
 
 /// Result of one search: ids and distances, `k` per query.
@@ -18,9 +20,15 @@ pub(super) fn exact_top_k<'a>(
     rows: impl Iterator<Item = (u32, &'a [f32])>,
     k: usize,
 ) -> Vec<(f32, u32)> {
-    let mut all: Vec<(f32, u32)> = rows
-        .map(|(i, xr)| (float_distance(metric, qr, xr), i))
-        .collect();
+    top_k(
+        rows.map(|(i, xr)| (float_distance(metric, qr, xr), i))
+            .collect(),
+        k,
+    )
+}
+
+/// The `k` smallest `(distance, node)` pairs, sorted, ties to the smaller node.
+fn top_k(mut all: Vec<(f32, u32)>, k: usize) -> Vec<(f32, u32)> {
     let kk = k.min(all.len());
     let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
     if kk < all.len() && kk > 0 {
@@ -157,10 +165,22 @@ impl BQGraphIndex {
         let cap = graph::dup_cap(ef);
         let target = if rerank { rk } else { k }.min(live);
         let vecs = self.vectors.as_slice();
-        let live_rows = || {
-            (0..n_nodes as u32)
-                .filter(|&i| !self.deleted[i as usize])
-                .map(|i| (i, &vecs[i as usize * dim..(i as usize + 1) * dim]))
+        let compact = self.compact.as_ref();
+        // Exact distances of `qr` to nodes (rows decoded from a compact store).
+        let exact = |qr: &[f32], nodes: &mut dyn Iterator<Item = u32>| -> Vec<(f32, u32)> {
+            let mut buf = vec![0f32; dim];
+            nodes
+                .map(|i| {
+                    (
+                        float_distance(metric, qr, self.row(i as usize, &mut buf)),
+                        i,
+                    )
+                })
+                .collect()
+        };
+        let scan = |qr: &[f32]| {
+            let mut live = (0..n_nodes as u32).filter(|&i| !self.deleted[i as usize]);
+            top_k(exact(qr, &mut live), k)
         };
         enum Found {
             /// Nodes to score exactly (reranked with `rerank`, else kept in code order).
@@ -173,7 +193,7 @@ impl BQGraphIndex {
         let candidates = |qr: &[f32]| -> Result<Found> {
             crate::interrupt::check()?;
             if scan_all {
-                return Ok(Found::Done(exact_top_k(metric, qr, live_rows(), k)));
+                return Ok(Found::Done(scan(qr)));
             }
             let qc = self.encode_query(qr)?;
             let mut spill = Vec::new();
@@ -204,7 +224,7 @@ impl BQGraphIndex {
                 return Ok(Found::Candidates(all.into_iter().map(|(_, i)| i).collect()));
             }
             if cands.len() < target {
-                return Ok(Found::Done(exact_top_k(metric, qr, live_rows(), k)));
+                return Ok(Found::Done(scan(qr)));
             }
             Ok(Found::Candidates(
                 cands.into_iter().map(|(_, i)| i).collect(),
@@ -214,13 +234,7 @@ impl BQGraphIndex {
             let res = match found {
                 Found::Done(res) => res,
                 Found::Candidates(cands) => {
-                    let mut res: Vec<(f32, u32)> = cands
-                        .iter()
-                        .map(|&i| {
-                            let x = &vecs[i as usize * dim..(i as usize + 1) * dim];
-                            (float_distance(metric, qr, x), i)
-                        })
-                        .collect();
+                    let mut res = exact(qr, &mut cands.iter().copied());
                     if rerank {
                         res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
                     }
@@ -243,7 +257,10 @@ impl BQGraphIndex {
                     let found = candidates(&qb[j * dim..(j + 1) * dim])?;
                     if let Found::Candidates(cands) = &found {
                         for &i in cands {
-                            prefetch_row(vecs, i as usize * dim, dim);
+                            match compact {
+                                Some(c) => prefetch_bytes(c.row(i as usize)),
+                                None => prefetch_row(vecs, i as usize * dim, dim),
+                            }
                         }
                     }
                     Some((j, found))
