@@ -182,6 +182,9 @@ def _rounded(x: np.ndarray, dtype: str) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8"])
 @pytest.mark.parametrize(("metric", "bits"), [("l2", 4), ("cosine", 2), ("ip", 8)])
+# 2,000 rows of 6 clusters code poorly in 2 bits (estimated code-space recall@10 ~0.29): the
+# fitness warning is right, and beside the point of this test.
+@pytest.mark.filterwarnings("ignore::ordcore.errors.BQFitnessWarning")
 def test_compact_rerank_store(tmp_path: Path, dtype: str, metric: str, bits: int) -> None:
     """Distances are the exact distances to the vectors as each dtype stores them; recall
     holds; the store is 2x / ~4x smaller; save + load (also mapped) give the same results."""

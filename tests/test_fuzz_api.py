@@ -142,6 +142,9 @@ INSTANCES: dict[str, Callable[[], Any]] = {
     "ordcore.hadamard.RandomizedHadamard": lambda: hadamard.RandomizedHadamard(16, seed=3),
     "ordcore.packing.Plan": _plan,
     "ordcore.packing.StreamingPacker": lambda: packing.StreamingPacker(16, buffer_size=8),
+    "ordcore.packing.ShardedPackStream": lambda: packing.ShardedPackStream(
+        [np.arange(5), np.arange(9)], 8, buffer_size=4
+    ),
     "ordcore.ann.BQGraphIndex": _index,
     "ordcore.plugins.Registry": lambda: ordcore.plugins.Registry("fuzz", "0"),
 }

@@ -437,4 +437,4 @@ def test_cli_parquet_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(pq, "write_table", real)
     (tmp_path / "sub.parquet").mkdir()
     assert _cli(["pack", str(src), "--max-len", "8", "-o", str(tmp_path / "sub.parquet")]) == 2
-    assert "is a folder" in capsys.readouterr().err
+    assert "is a directory" in capsys.readouterr().err

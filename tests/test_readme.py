@@ -26,6 +26,9 @@ SKIPPED_SHELL = {
     "and test commands on a fresh machine",
     "pip install": "installs from the network (see above)",
     "python -m venv": "creates an environment (the development set-up)",
+    "ordcore pack tokens.parquet": "packs a token file of the user's own (the bundled data has "
+    "lengths, not tokens); tests/test_packing_hf.py runs ordcore pack on Parquet, JSON Lines and "
+    "save_to_disk inputs",
 }
 # Python blocks not run here, by a string they contain, and why.
 SKIPPED_PYTHON = {

@@ -18,6 +18,6 @@ ray_module()  # a clear MissingDependencyError when Ray is absent
 
 from ordcore.distributed.index import ShardedIndex, merge_topk  # noqa: E402
 from ordcore.distributed.packing import pack_dataset, split_ranks  # noqa: E402
-from ordcore.packing import RankSplit, equalize_ranks  # noqa: E402
+from ordcore.packing import RankSplit, equalize_ranks
 
 __all__ = ["ShardedIndex", "merge_topk", "pack_dataset", "split_ranks", "equalize_ranks", "RankSplit"]

@@ -92,7 +92,8 @@ def pack_dataset(
     ordcore.ClusterError
         Ray is not initialised.
     """
-    from ordcore.packing import ALGORITHMS, _check_choice, _check_int
+    from ordcore.packing import ALGORITHMS
+    from ordcore.packing._plan import _check_choice, _check_int
     from ordcore.packing._hf import check_overlong
 
     ray = require_cluster()
@@ -137,7 +138,8 @@ def pack_dataset(
 # -- tasks (one per block) --------------------------------------------------------------
 def _lengths_of(table: Any, token_column: str, length_column: str | None) -> Any:
     """Token count per row: the length column, or the validated token column."""
-    from ordcore.packing import _arrow, _as_lengths
+    from ordcore.packing import _arrow
+    from ordcore.packing._plan import _as_lengths
 
     if length_column is None:
         return _arrow.token_lengths(table, token_column)
@@ -255,7 +257,7 @@ def _build(p0: int, max_len: int, column: str, *parts: Any) -> Any:
     the packed-table builder of :func:`ordcore.packing.pack_dataset` over a sub-plan."""
     import pyarrow as pa
 
-    from ordcore.packing import Plan, _arrow
+    from ordcore.packing import _arrow, Plan
 
     tables = [p[0] for p in parts]
     base = np.cumsum([0] + [t.num_rows for t in tables])

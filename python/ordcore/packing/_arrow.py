@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 if TYPE_CHECKING:
-    from ordcore.packing import Plan
+    from ordcore.packing._plan import Plan
 
 __all__ = ["SEQ_LENGTHS", "pack_table", "packed_columns", "token_lengths"]
 

@@ -50,7 +50,7 @@ def plan_for_lengths(
 ) -> Any:
     """The plan :func:`pack_dataset` packs with: empty rows skipped, overlong rows per policy
     (``"error"`` names the first overlong row, counted from ``row_offset``)."""
-    from ordcore.packing import _check_int, pack
+    from ordcore.packing._plan import _check_int, pack
 
     max_len = _check_int("max_len", max_len, 1)
     overlong = check_overlong(overlong)
@@ -144,7 +144,7 @@ def pack_dataset(
     ordcore.MissingDependencyError
         ``datasets`` or pyarrow missing (``pip install 'ordcore[hf]'``).
     """
-    from ordcore.packing import ALGORITHMS, _check_choice, _check_int
+    from ordcore.packing._plan import ALGORITHMS, _check_choice, _check_int
 
     datasets, _ = _import_hf()
     max_len = _check_int("max_len", max_len, 1)

@@ -64,7 +64,7 @@ def equalize_ranks(num_items: int, world_size: int, *, remainder: str = "drop") 
     ordcore.InvalidArgumentError
         ``num_items < 0``, ``world_size < 1`` or an unknown ``remainder``.
     """
-    from ordcore.packing import _check_choice, _check_int
+    from ordcore.packing._plan import _check_choice, _check_int
 
     n = _check_int("num_items", num_items, 0)
     w = _check_int("world_size", world_size, 1)
@@ -87,7 +87,7 @@ def equalize_ranks(num_items: int, world_size: int, *, remainder: str = "drop") 
 
 def _validate_rank(rank: int, world_size: int) -> tuple[int, int]:
     """Checks a ``(rank, world_size)`` pair."""
-    from ordcore.packing import _check_int
+    from ordcore.packing._plan import _check_int
 
     w = _check_int("world_size", world_size, 1)
     r = _check_int("rank", rank, 0)

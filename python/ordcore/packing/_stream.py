@@ -125,12 +125,7 @@ class ShardedPackStream:
         token_column: str = "input_ids",
         label_ignore_index: int = -100,
     ) -> None:
-        from ordcore.packing import (
-            ALGORITHMS,
-            OVERLONG_POLICIES,
-            _check_choice,
-            _check_int,
-        )
+        from ordcore.packing._plan import ALGORITHMS, OVERLONG_POLICIES, _check_choice, _check_int
         from ordcore.packing._ranks import RANK_REMAINDERS, _validate_rank
 
         if not (callable(source) or isinstance(source, Iterable)):
@@ -190,7 +185,7 @@ class ShardedPackStream:
             The state is not a stream state, or was saved with other settings (each differing
             setting is named).
         """
-        from ordcore.packing import _check_int
+        from ordcore.packing._plan import _check_int
 
         if not isinstance(state, Mapping) or state.get("version") != _STATE_VERSION:
             raise InvalidArgumentError(
@@ -220,7 +215,7 @@ class ShardedPackStream:
 
     def __iter__(self) -> Iterator[dict[str, npt.NDArray[np.int64]]]:
         """Yields this shard's rows from the loaded state (or from the start)."""
-        from ordcore.packing import _mix_seed, pack
+        from ordcore.packing._plan import _mix_seed, pack
         from ordcore.packing._ranks import equalize_ranks
 
         if not self._resume:

@@ -31,7 +31,7 @@ except ImportError as exc:  # pragma: no cover - torch is in the test environmen
         f"ordcore.packing.torch needs PyTorch ({exc}): pip install 'ordcore[torch]'"
     ) from exc
 
-from ordcore.packing import ALGORITHMS, _check_choice, _check_int, pack
+from ordcore.packing._plan import ALGORITHMS, _check_choice, _check_int, pack
 from ordcore.packing._stream import ShardedPackStream
 
 __all__ = ["PackedCollator", "PackedIterableDataset"]
