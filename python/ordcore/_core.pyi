@@ -39,13 +39,14 @@ def sfc_morton_decode(
 def sfc_scan_order(height: int, width: int, kind: str) -> npt.NDArray[np.int64]: ...
 def sfc_inverse_permutation(p: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 def sfc_serialize(
-    points: npt.NDArray[np.float64],
+    points: npt.NDArray[np.float32],
     batch: npt.NDArray[np.uint64] | None,
     grid_size: float,
-    depth: int,
+    depth: int | None,
     order: str,
+    origin: str,
     num_threads: int | None = None,
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], int]: ...
 
 # --- hadamard ---
 

@@ -303,15 +303,49 @@ def inverse_permutation(p: npt.ArrayLike) -> npt.NDArray[np.int64]:
     return _core.sfc_inverse_permutation(np.ascontiguousarray(arr, dtype=np.int64))
 
 
-class Serialization(NamedTuple):
-    """Result of :func:`serialize` (unpacks as ``code, order, inverse``)."""
-
-    #: ``(N,)`` uint64: ``batch << (3 * depth) | curve code``.
+class _SerializationFields(NamedTuple):
     code: npt.NDArray[np.uint64]
-    #: ``(N,)`` int64: point indices sorted by code (ties broken by index).
     order: npt.NDArray[np.int64]
-    #: ``(N,)`` int64: ``inverse[order[i]] = i``.
     inverse: npt.NDArray[np.int64]
+
+
+class Serialization(_SerializationFields):
+    """Result of :func:`serialize`: unpacks as ``code, order, inverse``, with ``depth``.
+
+    Fields
+    ------
+    code : ndarray, shape (N,), uint64
+        ``batch << (3 * depth) | curve code``.
+    order : ndarray, shape (N,), int64
+        A stable argsort of ``code`` (ties, i.e. points in one voxel, by index).
+    inverse : ndarray, shape (N,), int64
+        ``inverse[order[i]] = i``.
+
+    Attributes
+    ----------
+    depth : int
+        Bits per axis the codes use (Pointcept's ``serialized_depth``); pass it to
+        :func:`deserialize`.
+    """
+
+    depth: int
+
+    def __new__(
+        cls,
+        code: npt.NDArray[np.uint64],
+        order: npt.NDArray[np.int64],
+        inverse: npt.NDArray[np.int64],
+        depth: int,
+    ) -> Serialization:
+        self = super().__new__(cls, code, order, inverse)
+        self.depth = depth
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Serialization(code={self.code!r}, order={self.order!r}, "
+            f"inverse={self.inverse!r}, depth={self.depth})"
+        )
 
 
 class Deserialized(NamedTuple):
@@ -334,70 +368,101 @@ def _ser_order(order: str) -> str:
     return order
 
 
+Origin = Literal["global", "per_cloud"]
+
+
 def serialize(
     points: npt.ArrayLike,
     grid_size: float,
     order: SerializationOrder = "z",
     batch: npt.ArrayLike | None = None,
-    depth: int = 16,
+    depth: int | None = None,
     *,
+    origin: Origin = "global",
     num_threads: int | None = None,
 ) -> Serialization:
-    """Serialize a (batched) point cloud as Point Transformer V3 does.
+    """Serialize a (batched) point cloud exactly as Point Transformer V3 does.
 
-    Follows Wu et al., "Point Transformer V3", CVPR 2024 (arXiv:2312.10035) and Pointcept's
-    ``serialization/default.py``: grid coordinates
-    ``g = floor((p - min_b) / grid_size)`` where ``min_b`` is the per-axis minimum over the
-    points of the same batch (computed in float64), then a code per point:
+    With the defaults the codes equal Pointcept's ``Point.serialization``
+    (``pointcept/models/utils/structure.py``, PTv3: Wu et al., CVPR 2024,
+    arXiv:2312.10035) bit for bit:
 
-    * ``"z"``: Morton code of ``(x, y, z)`` with ``x`` most significant in each 3-bit
-      group (``morton_encode(g, depth, axis0="msb")``);
-    * ``"z-trans"``: the same of ``(y, x, z)``;
-    * ``"hilbert"``: ``hilbert_encode(g, depth)`` (Skilling's curve, PTv3's ``hilbert``);
-    * ``"hilbert-trans"``: the same of ``(y, x, z)``;
+    1. The points are cast to float32 (float64 input too, as Pointcept's data pipeline
+       does) and the grid coordinates are
+       ``g = trunc((p - p.min(0)) / grid_size)`` in float32, with the minimum taken over
+       **all** points of the batch and ``grid_size`` rounded to float32 (PTv3's
+       ``torch.div(coord - coord.min(0)[0], grid_size, rounding_mode="trunc")`` on the CPU).
+    2. ``depth=None`` uses Pointcept's adaptive depth ``int(g.max() + 1).bit_length()``.
+       (The standalone PointTransformerV3 ``model.py`` uses ``int(g.max()).bit_length()``,
+       one bit less when ``g.max() + 1`` is a power of two; pass ``depth`` to match it.)
+    3. A code per point, with the batch id in the high bits,
+       ``code = batch << (3 * depth) | curve code``:
 
-    with the batch id in the high bits: ``code = batch << (3 * depth) | code``.
-    ``order`` sorts the codes (ties, i.e. points in the same voxel, by index) and
-    ``inverse`` is its inverse permutation.
+       * ``"z"``: Morton code of ``(x, y, z)``, ``x`` most significant in each 3-bit group
+         (``morton_encode(g, depth, axis0="msb")``, O-CNN ``xyz2key``);
+       * ``"z-trans"``: the same of ``(y, x, z)``;
+       * ``"hilbert"``: ``hilbert_encode(g, depth)`` (Skilling's curve, PTv3's ``hilbert``);
+       * ``"hilbert-trans"``: the same of ``(y, x, z)``.
+    4. ``order`` is a *stable* argsort of the codes (points in one voxel share a code and
+       keep their index order; ``torch.argsort`` is not stable, so PTv3's order of tied
+       points is unspecified), and ``inverse`` its inverse permutation.
+
+    Departures from PTv3, on request: ``origin="per_cloud"`` takes the minimum over the
+    points of each batch id separately; an explicit ``depth`` fixes the bits per axis
+    (Hilbert codes then differ from the adaptive ones unless the depths agree); ``depth``
+    may go up to 21 (PTv3 stops at 16).
 
     Parameters
     ----------
     points : array_like, shape (N, 3), real dtype
         Point coordinates (any unit; ``grid_size`` is in the same unit).
     grid_size : float
-        Voxel edge length, finite and > 0.
+        Voxel edge length, finite and > 0 (also after rounding to float32).
     order : {"z", "z-trans", "hilbert", "hilbert-trans"}
     batch : array_like, shape (N,), integer dtype, optional
         Batch id of each point (need not be sorted), ``0 <= batch < 2**(64 - 3 * depth)``.
-    depth : int
-        Bits per axis, ``1..21``; every grid coordinate must be ``< 2**depth``.
+    depth : int, optional
+        Bits per axis, ``1..21``; every grid coordinate must be ``< 2**depth``. ``None``
+        (default): the adaptive depth above.
+    origin : {"global", "per_cloud"}
+        Grid origin: the minimum over all points (default, PTv3) or per batch id.
+    num_threads : int, optional
+        Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
     Serialization
-        ``(code, order, inverse)``: uint64, int64, int64, each of shape (N,).
+        ``(code, order, inverse)``: uint64, int64, int64, each of shape (N,), and the
+        attribute ``depth`` (int) the codes use. An empty cloud gets ``depth = 1`` unless
+        given.
 
     Raises
     ------
     DTypeError
         Non-real points, non-integer batch.
     InvalidArgumentError
-        Wrong shapes, NaN or inf in ``points`` (row named), ``grid_size <= 0`` or not
-        finite, ``depth`` outside ``1..21``, a grid coordinate ``>= 2**depth`` (row named),
-        a negative or too large batch id (row named).
+        Wrong shapes, NaN or inf in ``points`` (row named, also after the float32 cast),
+        ``grid_size <= 0`` or not finite, ``depth`` outside ``1..21``, a grid coordinate
+        ``>= 2**depth`` (or ``>= 2**21`` for the adaptive depth; row named), a negative or
+        too large batch id (row named), an unknown ``origin``.
+    MemoryError
+        The call would need more memory than the machine has (about 60 bytes a point).
     """
     arr = np.asarray(points)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise DTypeError(f"points: must have a real (float or integer) dtype, got {arr.dtype}")
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise InvalidArgumentError(f"points: must have shape (N, 3), got {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf: reported by row
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
     try:
         gs = float(grid_size)
     except (TypeError, ValueError):
         raise DTypeError(
             f"grid_size: must be a number, got {type(grid_size).__name__}"
         ) from None
+    if origin not in ("global", "per_cloud"):
+        raise InvalidArgumentError(f'origin: must be "global" or "per_cloud", got {origin!r}')
     b: np.ndarray | None = None
     if batch is not None:
         b = _int_array("batch", batch, 1)
@@ -412,14 +477,17 @@ def serialize(
                     f"batch: row {int(neg[0])} has negative batch id {int(b[neg[0]])}"
                 )
         b = np.ascontiguousarray(b, dtype=np.uint64)
-    code, order_, inverse = _core.sfc_serialize(
-        arr, b, gs, _int_arg("depth", depth), _ser_order(order), _threads(num_threads)
+    d = None if depth is None else _int_arg("depth", depth)
+    code, order_, inverse, used = _core.sfc_serialize(
+        arr, b, gs, d, _ser_order(order), origin, _threads(num_threads)
     )
-    return Serialization(code, order_, inverse)
+    return Serialization(code, order_, inverse, used)
 
 
 def deserialize(
-    code: npt.ArrayLike, order: SerializationOrder = "z", depth: int = 16
+    code: npt.ArrayLike | Serialization,
+    order: SerializationOrder = "z",
+    depth: int | None = None,
 ) -> Deserialized:
     """Split serialization codes into grid coordinates and batch ids.
 
@@ -430,10 +498,13 @@ def deserialize(
 
     Parameters
     ----------
-    code : array_like, shape (N,), integer dtype
+    code : array_like, shape (N,), integer dtype, or Serialization
+        Codes, or the result of :func:`serialize` itself (its ``code`` and ``depth``).
     order : {"z", "z-trans", "hilbert", "hilbert-trans"}
-    depth : int
-        Bits per axis, ``1..21``.
+    depth : int, optional
+        Bits per axis, ``1..21``: the ``depth`` attribute of the :class:`Serialization`.
+        Required when ``code`` is an array; when ``code`` is a Serialization it defaults
+        to (and must equal) its depth.
 
     Returns
     -------
@@ -443,9 +514,22 @@ def deserialize(
     Raises
     ------
     DTypeError, InvalidArgumentError
-        Non-integer codes, negative codes, an unknown order, ``depth`` outside ``1..21``.
+        Non-integer codes, negative codes, an unknown order, ``depth`` missing, outside
+        ``1..21`` or different from the Serialization's.
     """
     o = _ser_order(order)
+    if isinstance(code, Serialization):
+        if depth is not None and _int_arg("depth", depth) != code.depth:
+            raise InvalidArgumentError(
+                f"depth: {depth} differs from the depth {code.depth} the codes were made with"
+            )
+        depth = code.depth
+        code = code.code
+    if depth is None:
+        raise InvalidArgumentError(
+            "depth: required with a code array (pass the depth attribute of serialize's "
+            "result, or the Serialization itself)"
+        )
     d = _int_arg("depth", depth)
     if not 1 <= d <= 21:
         raise InvalidArgumentError(f"depth: must be in 1..21, got {d}")

@@ -146,20 +146,24 @@ type Serialized<'py> = (
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
+    u32,
 );
 
 #[pyfunction]
-#[pyo3(signature = (points, batch, grid_size, depth, order, num_threads=None))]
+#[pyo3(signature = (points, batch, grid_size, depth, order, origin, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
 fn sfc_serialize<'py>(
     py: Python<'py>,
-    points: PyReadonlyArray2<'py, f64>,
+    points: PyReadonlyArray2<'py, f32>,
     batch: Option<PyReadonlyArray1<'py, u64>>,
     grid_size: f64,
-    depth: i64,
+    depth: Option<i64>,
     order: &str,
+    origin: &str,
     num_threads: Option<usize>,
 ) -> PyResult<Serialized<'py>> {
     let order = serialize::SerOrder::parse(order).map_err(crate::errors::to_pyerr)?;
+    let origin = serialize::Origin::parse(origin).map_err(crate::errors::to_pyerr)?;
     if points.shape()[1] != 3 {
         return Err(invalid(
             "points",
@@ -177,12 +181,13 @@ fn sfc_serialize<'py>(
         None => None,
     };
     let s = runtime::run(py, num_threads, move || {
-        serialize::serialize(pts, b, grid_size, depth, order)
+        serialize::serialize(pts, b, grid_size, depth, order, origin)
     })?;
     Ok((
         s.code.into_pyarray(py),
         s.order.into_pyarray(py),
         s.inverse.into_pyarray(py),
+        s.depth,
     ))
 }
 
