@@ -487,3 +487,28 @@ def test_threads_agree() -> None:
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="num_threads"):
         had.fwht(x, num_threads=0)
+
+
+# --- Ctrl-C and memory ------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_long_rotations_and_transforms() -> None:
+    from sigint_check import assert_interrupts_early
+
+    setup = """
+    from ordcore import hadamard
+    x = np.random.default_rng(0).standard_normal((1 << 14, 1024)).astype(np.float32)
+    out = np.empty_like(x)
+    rot = hadamard.RandomizedHadamard(1024, seed=0, blocks=64)
+    """
+    # In place (row loop) and out of place (row-pair loop), single-threaded.
+    assert_interrupts_early(setup, "rot.forward(x, num_threads=1)")
+    assert_interrupts_early(setup, "rot.forward(x, out=out, num_threads=1)")
+
+
+def test_huge_rotation_raises_memory_error_instead_of_aborting() -> None:
+    from sigint_check import assert_refused_under_rlimit
+
+    line = assert_refused_under_rlimit(
+        "from ordcore import hadamard", "hadamard.RandomizedHadamard(2**34, seed=0)", "n")
+    assert line.startswith("MemoryError")

@@ -50,6 +50,124 @@ def test_hilbert_matches_hilbertcurve_every_width(d: int) -> None:
         assert back[:5].tolist() == [list(map(int, p)) for p in ref_pts]
 
 
+_KERNEL_CHECK = r"""
+import json, sys
+import numpy as np
+from hilbertcurve.hilbertcurve import HilbertCurve
+from ordcore import sfc
+
+def morton(row, nbits, msb):
+    d = len(row)
+    return sum(((int(v) >> b) & 1) << (b * d + (d - 1 - i if msb else i))
+               for b in range(nbits) for i, v in enumerate(row))
+
+rng = np.random.default_rng(11)
+checked = 0
+for d in (2, 3):
+    for nbits in range(1, 64 // d + 1):
+        hi = (1 << nbits) - 1
+        n = 23
+        pts = (rng.integers(0, 2**63, size=(n, d), dtype=np.uint64) >> np.uint64(63 - nbits))
+        pts &= np.uint64(hi)
+        pts[0] = 0
+        pts[1] = hi
+        pts[2, 0] = hi
+        pts[3, -1] = hi
+        want = HilbertCurve(p=nbits, n=d).distances_from_points(pts.tolist())
+        narrow = next(np.dtype(f"uint{b}") for b in (8, 16, 32, 64) if b >= d * nbits)
+        for dt in (np.uint8, np.uint16, np.uint32, np.int64, np.uint64):
+            if np.iinfo(dt).max < hi:
+                continue
+            p = pts.astype(dt)
+            cols = tuple(np.ascontiguousarray(p[:, i]) for i in range(d))
+            for got in (sfc.hilbert_encode(p, nbits), sfc.hilbert_encode(cols, nbits),
+                        sfc.hilbert_encode(p[::-1][::-1], nbits, dtype="narrowest")):
+                assert [int(v) for v in got] == want, (d, nbits, dt)
+            h = sfc.hilbert_encode(cols, nbits, dtype="narrowest")
+            assert h.dtype == narrow
+            back = sfc.hilbert_decode(h, nbits, d)
+            assert back.dtype == np.uint64 and np.array_equal(back, pts)
+            sep = sfc.hilbert_decode(h, nbits, d, dtype="narrowest", separate=True)
+            assert len(sep) == d and all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+            for msb in (False, True):
+                ax = "msb" if msb else "lsb"
+                mw = [morton(r, nbits, msb) for r in pts.tolist()]
+                m = sfc.morton_encode(cols, nbits, axis0=ax, dtype="narrowest")
+                assert m.dtype == narrow and [int(v) for v in m] == mw, (d, nbits, ax)
+                assert np.array_equal(sfc.morton_decode(m, nbits, d, axis0=ax), pts)
+                sep = sfc.morton_decode(m, nbits, d, axis0=ax, separate=True)
+                assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+            checked += 1
+# A batch above the parallel threshold, across chunk boundaries.
+big = rng.integers(0, 1 << 16, size=(70_001, 2), dtype=np.uint32)
+h = sfc.hilbert_encode(big, 16, dtype="narrowest")
+sub = HilbertCurve(p=16, n=2).distances_from_points(big[-50:].tolist())
+assert [int(v) for v in h[-50:]] == sub
+assert np.array_equal(sfc.hilbert_decode(h, 16, 2), big)
+print(json.dumps({"kernel": sfc.kernel(), "checked": checked}))
+"""
+
+
+@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
+def test_every_sfc_kernel_matches_hilbertcurve_and_naive_morton(kernel: str) -> None:
+    """Each SIMD path (pinned by ORDCORE_SFC_KERNEL) against hilbertcurve and a bit-by-bit
+    Morton interleave, for every (D, nbits) of the 2-D/3-D kernels, on random and corner
+    points, rows and separate arrays, every output width."""
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ, ORDCORE_SFC_KERNEL=kernel)
+    r = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["checked"] > 100
+    order = ["portable", "avx2", "avx512"]
+    # The kernel in use never exceeds the cap (and is the cap where the CPU has it).
+    assert order.index(out["kernel"]) <= order.index(kernel)
+    if kernel == "portable":
+        assert out["kernel"] == "portable"
+
+
+def test_separate_arrays_and_output_dtype_errors() -> None:
+    x = np.arange(5, dtype=np.uint16)
+    with pytest.raises(InvalidArgumentError, match="differ in length: coords\\[0\\] has 5 values, "
+                       "coords\\[1\\] has 4"):
+        sfc.hilbert_encode((x, x[:4]), 4)
+    with pytest.raises(InvalidArgumentError, match="coords\\[1\\]: must be a 1-D array"):
+        sfc.morton_encode((x, x.reshape(5, 1)), 4)
+    with pytest.raises(InvalidArgumentError, match="dtype: uint16 cannot hold codes of D \\* nbits "
+                       "= 2 \\* 9 of 18 bits; use uint32"):
+        sfc.hilbert_encode((x, x), 9, dtype=np.uint16)
+    with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold codes of D \\* nbits = 3 \\* 3"):
+        sfc.morton_encode((x, x, x), 3, dtype="uint8")
+    with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold coordinates of nbits = 9"):
+        sfc.hilbert_decode(np.zeros(3, np.uint32), 9, 2, dtype=np.uint8)
+    with pytest.raises(DTypeError, match="dtype: must be an unsigned"):
+        sfc.hilbert_encode((x, x), 4, dtype=np.int32)
+    with pytest.raises(DTypeError, match="coords\\[0\\]: must have an integer dtype"):
+        sfc.hilbert_encode((x.astype(float), x), 4)
+    with pytest.raises(InvalidArgumentError, match="row 3 \\(column 1\\) has value 9"):
+        sfc.hilbert_encode((np.zeros(5, np.int8), np.array([0, 1, 2, 9, 0], np.int8)), 3)
+    with pytest.raises(InvalidArgumentError, match="row 1 \\(column 0\\) has value -1"):
+        sfc.morton_encode((np.array([0, -1]), np.array([0, 0], np.uint8)), 3)
+    with pytest.raises(InvalidArgumentError, match="empty tuple"):
+        sfc.hilbert_encode((), 4)
+    # Mixed dtypes are promoted; n-D (generic path) takes tuples and dtypes as well.
+    h = sfc.hilbert_encode((x.astype(np.int8), x), 4, dtype="narrowest")
+    assert h.dtype == np.uint8 and np.array_equal(h, sfc.hilbert_encode(np.stack([x, x], 1), 4))
+    cols = tuple(np.arange(5, dtype=np.uint8) for _ in range(5))
+    h5 = sfc.hilbert_encode(cols, 3, dtype="narrowest")
+    assert h5.dtype == np.uint16 and np.array_equal(h5, sfc.hilbert_encode(np.stack(cols, 1), 3))
+    back = sfc.hilbert_decode(h5, 3, 5, separate=True, dtype="narrowest")
+    assert len(back) == 5 and back[0].dtype == np.uint8 and np.array_equal(back[4], cols[4])
+    # Empty inputs keep their shapes.
+    assert sfc.hilbert_encode((x[:0], x[:0]), 4, dtype="narrowest").shape == (0,)
+    e = sfc.hilbert_decode(np.zeros(0, np.uint8), 4, 3, separate=True)
+    assert len(e) == 3 and e[0].shape == (0,)
+
+
 def test_hilbert_1d_and_large_batches_use_all_paths() -> None:
     # D = 1 (nbits up to 64) and a batch above the parallel threshold.
     x = np.array([[0], [1], [2**63], [2**64 - 1]], dtype=np.uint64)
@@ -662,3 +780,35 @@ def test_parallel_encode_after_fork() -> None:
     assert proc.exitcode == 0
     assert forked is True
     assert got == want
+
+
+# --- Ctrl-C and memory ------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_serialize_and_long_encodes() -> None:
+    from sigint_check import assert_interrupts_early
+
+    setup = """
+    from ordcore import sfc
+    rng = np.random.default_rng(0)
+    pts = rng.random((3_000_000, 3), dtype=np.float32)
+    batch = rng.integers(0, 4, 3_000_000)
+    cube = rng.integers(0, 256, (6_000_000, 8), dtype=np.uint8)
+    """
+    assert_interrupts_early(setup, "sfc.serialize(pts, 1e-5, 'hilbert', batch=batch, "
+                                   "num_threads=1)")
+    assert_interrupts_early(setup, "sfc.hilbert_encode(cube, 8, num_threads=1)")
+
+
+def test_huge_outputs_raise_memory_error() -> None:
+    from sigint_check import assert_refused_under_rlimit
+
+    # 256 MiB of coordinates whose uint64 codes (1 GiB) exceed what a 1.5 GiB address
+    # space has left; the generic n-D path likewise.
+    setup = """
+    from ordcore import sfc
+    big = np.zeros((1 << 27, 2), np.uint8)
+    """
+    assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big, 4)", "coords", limit=3 << 29)
+    assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big.reshape(-1, 4), 4)", "coords",
+                                limit=3 << 29)

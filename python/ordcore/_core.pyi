@@ -22,6 +22,9 @@ __all__ += [
     "sfc_scan_order",
     "sfc_inverse_permutation",
     "sfc_serialize",
+    "sfc_encode",
+    "sfc_decode",
+    "sfc_kernel",
 ]
 
 def sfc_hilbert_encode(
@@ -38,6 +41,20 @@ def sfc_morton_decode(
 ) -> npt.NDArray[np.uint64]: ...
 def sfc_scan_order(height: int, width: int, kind: str) -> npt.NDArray[np.int64]: ...
 def sfc_inverse_permutation(p: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+def sfc_encode(
+    coords: Any, nbits: int, curve: str, msb: bool, out_bits: int, num_threads: int | None = None
+) -> Any: ...
+def sfc_decode(
+    codes: Any,
+    nbits: int,
+    ndim: int,
+    curve: str,
+    msb: bool,
+    out_bits: int,
+    columns: bool,
+    num_threads: int | None = None,
+) -> Any: ...
+def sfc_kernel() -> str: ...
 def sfc_serialize(
     points: npt.NDArray[np.float32],
     batch: npt.NDArray[np.uint64] | None,

@@ -11,9 +11,16 @@ Conventions
   ``b * D + i`` (``axis0="lsb"``: coordinate 0 least significant, as libmorton and
   pymorton) or ``b * D + (D - 1 - i)`` (``axis0="msb"``: coordinate 0 most significant,
   as Point Transformer V3 / O-CNN ``xyz2key``).
-* Indices and codes are ``uint64`` end to end; no narrower type is ever produced.
+* Indices and codes are ``uint64`` unless ``dtype=`` asks for another unsigned type
+  (``dtype="narrowest"``: the smallest of uint8/16/32/64 that holds ``D * nbits`` bits, as
+  hilbertsfc returns). Coordinates may be one ``(N, D)`` array or a tuple of ``D`` separate
+  1-D arrays; decoders return ``(N, D)`` or, with ``separate=True``, a tuple of ``D`` arrays.
+* 2-D and 3-D run batch kernels compiled for AVX-512, AVX2 and portable code, picked once
+  per process (:func:`kernel`); the environment variable ``ORDCORE_SFC_KERNEL`` =
+  ``portable``/``avx2``/``avx512`` caps the choice (results are identical on every path).
 * The four encode/decode functions also take CuPy arrays and CUDA torch tensors: they then
-  run on the GPU (:mod:`ordcore.gpu.sfc`, bit-identical) and return the same kind of array.
+  run on the GPU (:mod:`ordcore.gpu.sfc`, bit-identical) and return the same kind of array;
+  ``dtype``, ``separate`` and separate coordinate arrays are CPU-only there (refused).
 
 Every batch function validates in the same pass that computes (an OR-reduction per chunk),
 releases the GIL, and runs on a rayon pool for large inputs (``num_threads=None``: all
@@ -23,7 +30,7 @@ cores or ``RAYON_NUM_THREADS``; ``num_threads=1``: the calling thread only).
 from __future__ import annotations
 
 import operator
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +42,7 @@ from ordcore._args import num_threads_arg as _threads
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
+    "kernel",
     "hilbert_encode",
     "hilbert_decode",
     "morton_encode",
@@ -95,44 +103,181 @@ def _axis0(axis0: str) -> bool:
     return axis0 == "msb"
 
 
+def kernel() -> str:
+    """The sfc compute kernel in use: ``"avx512"``, ``"avx2"`` or ``"portable"``.
+
+    The best the CPU runs, capped by the environment variable ``ORDCORE_SFC_KERNEL`` (read
+    once per process). Every kernel gives identical results.
+    """
+    return _core.sfc_kernel()
+
+
+OutDType = npt.DTypeLike | Literal["narrowest"] | None
+
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _out_bits(dtype: OutDType, need: int, what: str) -> int:
+    """Bits of the requested unsigned output type (64 for None), checked to hold ``need``."""
+    if dtype is None:
+        return 64
+    if isinstance(dtype, str) and dtype == "narrowest":
+        return next(b for b in (8, 16, 32, 64) if b >= need)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise DTypeError(f"dtype: not a NumPy dtype: {dtype!r}") from None
+    if dt.kind != "u":
+        raise DTypeError(f"dtype: must be an unsigned integer dtype or 'narrowest', got {dt}")
+    bits = dt.itemsize * 8
+    if bits < need:
+        raise InvalidArgumentError(
+            f"dtype: {dt} cannot hold {what} of {need} bits; use "
+            f"uint{next(b for b in (8, 16, 32, 64) if b >= need)} or wider"
+        )
+    return bits
+
+
+def _coords_in(coords: object) -> tuple[np.ndarray | list[np.ndarray], int]:
+    """``coords`` as a C-contiguous (N, D) array, or (a tuple given) a list of D contiguous
+    1-D arrays of one integer dtype; with D."""
+    if isinstance(coords, tuple):
+        if not coords:
+            raise InvalidArgumentError("coords: an empty tuple has no coordinate arrays")
+        if any(_gpu.is_device_array(c) for c in coords):
+            raise InvalidArgumentError(
+                "coords: separate coordinate arrays are not supported on the GPU path; "
+                "pass one (N, D) device array"
+            )
+        cols = [_int_array(f"coords[{i}]", c, 1) for i, c in enumerate(coords)]
+        n = cols[0].shape[0]
+        for i, c in enumerate(cols):
+            if c.shape[0] != n:
+                raise InvalidArgumentError(
+                    f"coords: the separate coordinate arrays differ in length: coords[0] has "
+                    f"{n} values, coords[{i}] has {c.shape[0]}"
+                )
+        common = np.result_type(*cols)
+        if common.kind not in "iu":  # uint64 with a signed type: keep int64 semantics out
+            common = np.dtype(np.uint64)
+        cols = [np.ascontiguousarray(c, dtype=common) for c in cols]
+        return cols, len(cols)
+    arr = _int_array("coords", coords, 2)
+    return arr, arr.shape[1]
+
+
+def _gpu_refuse(**opts: object) -> None:
+    bad = [k for k, v in opts.items() if v]
+    if bad:
+        raise InvalidArgumentError(
+            f"{', '.join(bad)}: not supported on the GPU path (CuPy / CUDA input); "
+            "the GPU returns uint64 (N,) codes and (N, D) coordinates"
+        )
+
+
+def _encode(curve: str, coords: object, nbits: int, msb: bool, dtype: OutDType,
+            num_threads: int | None) -> np.ndarray:
+    c, d = _coords_in(coords)
+    nb = _int_arg("nbits", nbits)
+    if d in (2, 3):
+        if 1 <= nb and d * nb <= 64:
+            bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+        else:
+            bits = 64  # the core reports the width error
+        return _core.sfc_encode(c, nb, curve, msb, bits, _threads(num_threads))
+    arr = np.stack(c, axis=1) if isinstance(c, list) else c
+    if curve == "hilbert":
+        out = _core.sfc_hilbert_encode(arr, nb, _threads(num_threads))
+    else:
+        out = _core.sfc_morton_encode(arr, nb, msb, _threads(num_threads))
+    bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+    return out if bits == 64 else out.astype(_UNSIGNED[bits])
+
+
+def _decode(curve: str, arg: str, codes: object, nbits: int, ndim: int, msb: bool,
+            dtype: OutDType, separate: bool,
+            num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
+    arr = _int_array(arg, codes, 1)
+    nd = _int_arg("ndim", ndim)
+    if nd < 1:
+        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
+    nb = _int_arg("nbits", nbits)
+    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if nb >= 1 else 64
+    if nd in (2, 3):
+        out = _core.sfc_decode(arr, nb, nd, curve, msb, bits, separate, _threads(num_threads))
+        return tuple(out) if separate else out
+    if curve == "hilbert":
+        g = _core.sfc_hilbert_decode(arr, nb, nd, _threads(num_threads))
+    else:
+        g = _core.sfc_morton_decode(arr, nb, nd, msb, _threads(num_threads))
+    if bits != 64:
+        g = g.astype(_UNSIGNED[bits])
+    if separate:
+        t = np.ascontiguousarray(g.T)
+        return tuple(t)
+    return g
+
+
 def hilbert_encode(
-    coords: npt.ArrayLike, nbits: int, *, num_threads: int | None = None
-) -> npt.NDArray[np.uint64]:
+    coords: npt.ArrayLike | tuple[npt.ArrayLike, ...],
+    nbits: int,
+    *,
+    dtype: OutDType = None,
+    num_threads: int | None = None,
+) -> npt.NDArray[np.unsignedinteger]:
     """Hilbert indices of integer points.
 
     Parameters
     ----------
-    coords : array_like, shape (N, D), any signed or unsigned integer dtype
-        Grid coordinates, each in ``[0, 2**nbits)``. Any strides and byte order.
+    coords : array_like, shape (N, D), or a tuple of D array_likes of shape (N,)
+        Grid coordinates, each in ``[0, 2**nbits)``, any signed or unsigned integer dtype,
+        any strides and byte order. A tuple holds separate coordinate arrays
+        (``(x, y)`` or ``(x, y, z)``, as hilbertsfc takes them) of equal length.
     nbits : int
         Bits per coordinate (the curve's order); ``1 <= nbits`` and ``D * nbits <= 64``.
+    dtype : unsigned integer dtype or "narrowest", optional
+        Output type; ``None`` (default) gives uint64, ``"narrowest"`` the smallest of
+        uint8/16/32/64 that holds ``D * nbits`` bits (uint32 for 2 x 16 bits).
     num_threads : int, optional
         Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
-    ndarray, shape (N,), uint64
+    ndarray, shape (N,), uint64 (or ``dtype``)
         The Hilbert index of each point, equal to
         ``hilbertcurve.HilbertCurve(p=nbits, n=D).distances_from_points(coords)``
         (Skilling 2004; coordinate 0 is the most significant bit of each ``D``-bit group).
+        hilbertsfc's 2-D ``hilbert_encode_2d(x, y)`` gives the same indices; its 3-D curve
+        is a different variant.
 
     Raises
     ------
     DTypeError
-        ``coords`` is not an integer array (bool and float are rejected).
+        ``coords`` is not an integer array (bool and float are rejected); ``dtype`` is not
+        unsigned.
     InvalidArgumentError
-        ``coords`` is not 2-D, ``D < 1``, ``nbits < 1``, ``D * nbits > 64``, or a value is
-        negative or ``>= 2**nbits`` (the message names the first offending row).
+        ``coords`` is not 2-D (or the tuple's arrays not 1-D of one length), ``D < 1``,
+        ``nbits < 1``, ``D * nbits > 64``, a value is negative or ``>= 2**nbits`` (the
+        message names the first offending row), or ``dtype`` is narrower than
+        ``D * nbits`` bits. ``dtype`` or a tuple with GPU input.
+    KeyboardInterrupt
+        Ctrl-C during a long call (checked every few thousand points).
     """
     if _gpu.is_device_array(coords):
+        _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.hilbert_encode(coords, nbits)  # type: ignore[no-any-return]
-    arr = _int_array("coords", coords, 2)
-    return _core.sfc_hilbert_encode(arr, _int_arg("nbits", nbits), _threads(num_threads))
+    return _encode("hilbert", coords, nbits, False, dtype, num_threads)
 
 
 def hilbert_decode(
-    index: npt.ArrayLike, nbits: int, ndim: int, *, num_threads: int | None = None
-) -> npt.NDArray[np.uint64]:
+    index: npt.ArrayLike,
+    nbits: int,
+    ndim: int,
+    *,
+    dtype: OutDType = None,
+    separate: bool = False,
+    num_threads: int | None = None,
+) -> Any:
     """Points of Hilbert indices: the inverse of :func:`hilbert_encode`.
 
     Parameters
@@ -141,51 +286,57 @@ def hilbert_decode(
         Hilbert indices in ``[0, 2**(ndim * nbits))``.
     nbits, ndim : int
         Bits per coordinate and number of dimensions ``D`` (``D * nbits <= 64``).
+    dtype : unsigned integer dtype or "narrowest", optional
+        Coordinate type; ``None`` gives uint64, ``"narrowest"`` the smallest that holds
+        ``nbits`` bits.
+    separate : bool
+        Return a tuple of ``D`` arrays of shape (N,) (as hilbertsfc) instead of one array.
 
     Returns
     -------
-    ndarray, shape (N, ndim), uint64
+    ndarray, shape (N, ndim), uint64 (or ``dtype``); a tuple of ``ndim`` (N,) arrays with ``separate``
         Equal to ``hilbertcurve.HilbertCurve(p=nbits, n=ndim).points_from_distances``.
 
     Raises
     ------
     DTypeError, InvalidArgumentError
-        As :func:`hilbert_encode`; an index out of range names its row.
+        As :func:`hilbert_encode`; an index out of range names its row; ``dtype`` narrower
+        than ``nbits`` bits. ``dtype`` or ``separate`` with GPU input.
     """
     if _gpu.is_device_array(index):
-        return _gpu.sfc.hilbert_decode(index, nbits, ndim)  # type: ignore[no-any-return]
-    arr = _int_array("index", index, 1)
-    nd = _int_arg("ndim", ndim)
-    if nd < 1:
-        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
-    return _core.sfc_hilbert_decode(arr, _int_arg("nbits", nbits), nd, _threads(num_threads))
+        _gpu_refuse(dtype=dtype is not None, separate=separate)
+        return _gpu.sfc.hilbert_decode(index, nbits, ndim)
+    return _decode("hilbert", "index", index, nbits, ndim, False, dtype, separate, num_threads)
 
 
 def morton_encode(
-    coords: npt.ArrayLike,
+    coords: npt.ArrayLike | tuple[npt.ArrayLike, ...],
     nbits: int,
     *,
     axis0: AxisOrder = "lsb",
+    dtype: OutDType = None,
     num_threads: int | None = None,
-) -> npt.NDArray[np.uint64]:
+) -> npt.NDArray[np.unsignedinteger]:
     """Morton (Z-order) codes of integer points, by bit interleaving.
 
     Parameters
     ----------
-    coords : array_like, shape (N, D), any integer dtype
-        Coordinates in ``[0, 2**nbits)``.
+    coords : array_like, shape (N, D), or a tuple of D array_likes of shape (N,)
+        Coordinates in ``[0, 2**nbits)``, any integer dtype (a tuple: separate arrays).
     nbits : int
         Bits per coordinate; ``1 <= nbits``, ``D * nbits <= 64`` (2-D: 32, 3-D: 21).
     axis0 : {"lsb", "msb"}
         Where coordinate 0 goes inside each ``D``-bit group. ``"lsb"`` (default): bit ``b``
         of coordinate ``i`` lands on bit ``b * D + i`` (libmorton, pymorton).
         ``"msb"``: on bit ``b * D + D - 1 - i`` (Point Transformer V3's ``z`` order).
+    dtype : unsigned integer dtype or "narrowest", optional
+        As :func:`hilbert_encode`.
     num_threads : int, optional
         Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
-    ndarray, shape (N,), uint64
+    ndarray, shape (N,), uint64 (or ``dtype``)
 
     Raises
     ------
@@ -193,11 +344,9 @@ def morton_encode(
         As :func:`hilbert_encode`.
     """
     if _gpu.is_device_array(coords):
+        _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.morton_encode(coords, nbits, axis0=axis0)  # type: ignore[no-any-return]
-    arr = _int_array("coords", coords, 2)
-    return _core.sfc_morton_encode(
-        arr, _int_arg("nbits", nbits), _axis0(axis0), _threads(num_threads)
-    )
+    return _encode("morton", coords, nbits, _axis0(axis0), dtype, num_threads)
 
 
 def morton_decode(
@@ -206,13 +355,17 @@ def morton_decode(
     ndim: int,
     *,
     axis0: AxisOrder = "lsb",
+    dtype: OutDType = None,
+    separate: bool = False,
     num_threads: int | None = None,
-) -> npt.NDArray[np.uint64]:
+) -> Any:
     """Coordinates of Morton codes: the inverse of :func:`morton_encode`.
+
+    ``dtype`` and ``separate`` as :func:`hilbert_decode`.
 
     Returns
     -------
-    ndarray, shape (N, ndim), uint64
+    ndarray, shape (N, ndim), uint64 (or ``dtype``); a tuple of ``ndim`` (N,) arrays with ``separate``
 
     Raises
     ------
@@ -220,14 +373,10 @@ def morton_decode(
         Non-integer codes, bad widths, or a code ``>= 2**(ndim * nbits)`` (row named).
     """
     if _gpu.is_device_array(code):
-        return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)  # type: ignore[no-any-return]
-    arr = _int_array("code", code, 1)
-    nd = _int_arg("ndim", ndim)
-    if nd < 1:
-        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
-    return _core.sfc_morton_decode(
-        arr, _int_arg("nbits", nbits), nd, _axis0(axis0), _threads(num_threads)
-    )
+        _gpu_refuse(dtype=dtype is not None, separate=separate)
+        return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)
+    return _decode("morton", "code", code, nbits, ndim, _axis0(axis0), dtype, separate,
+                   num_threads)
 
 
 def scan_order(height: int, width: int, kind: ScanKind = "hilbert") -> npt.NDArray[np.int64]:
