@@ -241,6 +241,11 @@ def fwht(
         range, a 0-d input, ``out`` of the wrong shape or read-only.
     DTypeError
         Integer, boolean, complex or object input, or ``out`` of another dtype.
+    KeyboardInterrupt
+        Ctrl-C during a long call (checked every few thousand elements); rows of ``out``
+        (or of ``x`` in place) may then be left partly transformed.
+    MemoryError
+        The scratch row would not fit in memory.
     """
     if _gpu.is_device_array(x):
         return _gpu.hadamard.fwht(x, axis=axis, normalized=normalized, out=out)  # type: ignore[no-any-return]
@@ -371,6 +376,9 @@ class RandomizedHadamard:
         unsupported without a group size, ``seed`` out of range.
     DTypeError
         A non-float ``dtype``.
+    MemoryError
+        The signs (12 bytes per coordinate and block) would not fit in memory, e.g.
+        ``n = 2**34``; the message names ``n`` and the bytes.
     """
 
     def __init__(
