@@ -72,6 +72,7 @@ from typing import final
 from numpy.typing import NDArray
 
 __all__ += [
+    "hadamard_kernel",
     "hadamard_fwht_f32",
     "hadamard_fwht_f64",
     "hadamard_fwht_inplace_f32",
@@ -89,6 +90,7 @@ __all__ += [
     "RandomizedHadamard",
 ]
 
+def hadamard_kernel() -> str: ...
 def hadamard_fwht_f32(
     x: NDArray[np.float32],
     out: NDArray[np.float32],

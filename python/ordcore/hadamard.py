@@ -48,6 +48,7 @@ from ordcore import gpu as _gpu
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
+    "kernel",
     "SUPPORTED_K",
     "fwht",
     "ifwht",
@@ -65,6 +66,17 @@ __all__ = [
 SUPPORTED_K: tuple[int, ...] = (1, 12, 20, 28, 36, 40, 52, 60, 108, 140, 156, 172)
 
 _FLOAT_KINDS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def kernel() -> str:
+    """The SIMD path of the CPU transforms: ``"avx512"``, ``"avx2"`` or ``"portable"``.
+
+    The best the CPU runs, capped by the environment variable ``ORDCORE_HADAMARD_KERNEL``
+    (read once per process). float32 power-of-two rows of at least 256 elements run a
+    register-blocked kernel on ``"avx512"``; every path computes the same transform (up to
+    float rounding order).
+    """
+    return _core.hadamard_kernel()
 
 
 def is_supported_size(n: int) -> bool:

@@ -138,7 +138,7 @@ def _out_bits(dtype: OutDType, need: int, what: str) -> int:
     return bits
 
 
-def _coords_in(coords: object) -> tuple[np.ndarray | list[np.ndarray], int]:
+def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
     """``coords`` as a C-contiguous (N, D) array, or (a tuple given) a list of D contiguous
     1-D arrays of one integer dtype; with D."""
     if isinstance(coords, tuple):
@@ -175,7 +175,7 @@ def _gpu_refuse(**opts: object) -> None:
         )
 
 
-def _encode(curve: str, coords: object, nbits: int, msb: bool, dtype: OutDType,
+def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
             num_threads: int | None) -> np.ndarray:
     c, d = _coords_in(coords)
     nb = _int_arg("nbits", nbits)
@@ -184,7 +184,8 @@ def _encode(curve: str, coords: object, nbits: int, msb: bool, dtype: OutDType,
             bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
         else:
             bits = 64  # the core reports the width error
-        return _core.sfc_encode(c, nb, curve, msb, bits, _threads(num_threads))
+        codes: np.ndarray = _core.sfc_encode(c, nb, curve, msb, bits, _threads(num_threads))
+        return codes
     arr = np.stack(c, axis=1) if isinstance(c, list) else c
     if curve == "hilbert":
         out = _core.sfc_hilbert_encode(arr, nb, _threads(num_threads))
@@ -194,7 +195,7 @@ def _encode(curve: str, coords: object, nbits: int, msb: bool, dtype: OutDType,
     return out if bits == 64 else out.astype(_UNSIGNED[bits])
 
 
-def _decode(curve: str, arg: str, codes: object, nbits: int, ndim: int, msb: bool,
+def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             dtype: OutDType, separate: bool,
             num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
     arr = _int_array(arg, codes, 1)

@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use crate::rng::{counter_sign_negative, counter_u64};
 use crate::{ensure, Error, Result, PARALLEL_THRESHOLD};
-pub use kernel::Real;
+pub use kernel::{level, Level, Real};
 pub use matrices::BASE_ORDERS;
 
 /// The `K` values a supported size may have, as documented (40 included).
@@ -179,18 +179,16 @@ fn rows_per_task(n: usize) -> usize {
     (PARALLEL_THRESHOLD / 2 / n.max(1)).max(1)
 }
 
-/// Calls `f(row, scratch)` on every length-`n` row, in parallel for large inputs, checking
-/// for an interrupt before each task's rows (about `PARALLEL_THRESHOLD / 2` elements).
-fn for_each_row<T: Real, F>(rows: &mut [T], n: usize, scratch_len: usize, f: F) -> Result<()>
+/// Calls `f(chunk)` on consecutive batches of whole length-`n` rows (about
+/// `PARALLEL_THRESHOLD / 2` elements each), in parallel for large inputs, checking for an
+/// interrupt before each batch.
+fn for_each_chunk<T: Real, F>(rows: &mut [T], n: usize, f: F) -> Result<()>
 where
-    F: Fn(&mut [T], &mut [T]) + Sync + Send,
+    F: Fn(&mut [T]) + Sync + Send,
 {
     let run = |chunk: &mut [T]| -> Result<()> {
         crate::interrupt::check()?;
-        let mut scratch = vec![T::ZERO; scratch_len];
-        for row in chunk.chunks_exact_mut(n) {
-            f(row, &mut scratch);
-        }
+        f(chunk);
         Ok(())
     };
     let step = n * rows_per_task(n);
@@ -201,26 +199,35 @@ where
     }
 }
 
-/// Calls `f(src_row, dst_row, scratch)` on every pair of rows (`src` rows of length
+/// Calls `f(row, scratch)` on every length-`n` row (see [`for_each_chunk`]).
+fn for_each_row<T: Real, F>(rows: &mut [T], n: usize, scratch_len: usize, f: F) -> Result<()>
+where
+    F: Fn(&mut [T], &mut [T]) + Sync + Send,
+{
+    for_each_chunk(rows, n, |chunk| {
+        let mut scratch = vec![T::ZERO; scratch_len];
+        for row in chunk.chunks_exact_mut(n) {
+            f(row, &mut scratch);
+        }
+    })
+}
+
+/// Calls `f(src_chunk, dst_chunk)` on matching batches of whole rows (`src` rows of length
 /// `n_src`, `dst` rows of length `n_dst`), in parallel for large inputs, checking for an
-/// interrupt before each task's rows.
-fn for_each_row_pair<T: Real, F>(
+/// interrupt before each batch.
+fn for_each_chunk_pair<T: Real, F>(
     src: &[T],
     n_src: usize,
     dst: &mut [T],
     n_dst: usize,
-    scratch_len: usize,
     f: F,
 ) -> Result<()>
 where
-    F: Fn(&[T], &mut [T], &mut [T]) + Sync + Send,
+    F: Fn(&[T], &mut [T]) + Sync + Send,
 {
     let run = |(s, d): (&[T], &mut [T])| -> Result<()> {
         crate::interrupt::check()?;
-        let mut scratch = vec![T::ZERO; scratch_len];
-        for (sr, dr) in s.chunks_exact(n_src).zip(d.chunks_exact_mut(n_dst)) {
-            f(sr, dr, &mut scratch);
-        }
+        f(s, d);
         Ok(())
     };
     let rpt = rows_per_task(n_src);
@@ -233,6 +240,26 @@ where
             .zip(dst.chunks_mut(n_dst * rpt))
             .try_for_each(run)
     }
+}
+
+/// Calls `f(src_row, dst_row, scratch)` on every pair of rows (see [`for_each_chunk_pair`]).
+fn for_each_row_pair<T: Real, F>(
+    src: &[T],
+    n_src: usize,
+    dst: &mut [T],
+    n_dst: usize,
+    scratch_len: usize,
+    f: F,
+) -> Result<()>
+where
+    F: Fn(&[T], &mut [T], &mut [T]) + Sync + Send,
+{
+    for_each_chunk_pair(src, n_src, dst, n_dst, |s, d| {
+        let mut scratch = vec![T::ZERO; scratch_len];
+        for (sr, dr) in s.chunks_exact(n_src).zip(d.chunks_exact_mut(n_dst)) {
+            f(sr, dr, &mut scratch);
+        }
+    })
 }
 
 fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
@@ -277,6 +304,10 @@ pub fn fwht_inplace<T: Real>(
     check_rows("rows", rows.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
     crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.k == 1 {
+        // Powers of two: whole batches of rows per kernel call.
+        return for_each_chunk(rows, n, |chunk| kernel::pow2_rows(None, chunk, n, scale));
+    }
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
         plan.apply(None, row, None, scale, scratch, inverse);
     })
@@ -295,6 +326,13 @@ pub fn fwht_into<T: Real>(
     check_rows_into(src.len(), dst.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
     crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.k == 1 {
+        // Powers of two: whole batches of rows per kernel call, the copy fused into the
+        // first pass of each row.
+        return for_each_chunk_pair(src, n, dst, n, |s, d| {
+            kernel::pow2_rows(Some(s), d, n, scale)
+        });
+    }
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
         plan.apply(Some(s), row, None, scale, scratch, inverse);
     })

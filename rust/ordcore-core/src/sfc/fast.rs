@@ -120,131 +120,95 @@ const BLOCK: usize = 256;
 
 // --- the compute step ---------------------------------------------------------------------
 
-/// 2-D Hilbert index of `(x, y)` (`nbits <= 16`), in 32-bit lanes: the prefix-scan form of
-/// the state machine (see the module docs). Coordinate 0 (`x`) supplies the more significant
-/// bit of each pair, as `hilbertcurve`.
-#[inline(always)]
-fn h2_encode32(x: u32, y: u32, nbits: u32) -> u32 {
-    let x = x << (16 - nbits);
-    let y = y << (16 - nbits);
-    let m = 0xFFFFu32;
-    let (mut aa, mut bb, mut cc, mut dd);
-    {
-        let a = x ^ y;
-        let b = m ^ a;
-        let c = m ^ (x | y);
-        let d = x & (y ^ m);
-        aa = a | (b >> 1);
-        bb = (a >> 1) ^ a;
-        cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
-        dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
-    }
-    for s in [2u32, 4] {
-        let (a, b, c, d) = (aa, bb, cc, dd);
-        aa = (a & (a >> s)) ^ (b & (b >> s));
-        bb = (a & (b >> s)) ^ (b & ((a ^ b) >> s));
-        cc ^= (a & (c >> s)) ^ (b & (d >> s));
-        dd ^= (b & (c >> s)) ^ ((a ^ b) & (d >> s));
-    }
-    {
-        let (a, b, c, d) = (aa, bb, cc, dd);
-        cc ^= (a & (c >> 8)) ^ (b & (d >> 8));
-        dd ^= (b & (c >> 8)) ^ ((a ^ b) & (d >> 8));
-    }
-    let a = cc ^ (cc >> 1);
-    let b = dd ^ (dd >> 1);
-    let i0 = x ^ y;
-    let i1 = b | (m ^ (i0 | a));
-    let h = (spread16(i1) << 1) | spread16(i0);
-    if nbits == 16 {
-        h
-    } else {
-        h >> (32 - 2 * nbits)
-    }
-}
+/// Defines the 2-D Hilbert encoder and decoder for one lane type: the prefix-scan form of the
+/// state machine (see the module docs). Coordinate 0 (`x`) supplies the more significant bit
+/// of each pair, as `hilbertcurve`. `$half` is the coordinate width of the lane
+/// (`nbits <= $half`), `$rounds` the prefix-scan strides after the first, `$last` the final
+/// one, `$spread`/`$compact` the bit (de)interleaves and `$prefix` the prefix XOR.
+macro_rules! hilbert2 {
+    ($enc:ident, $dec:ident, $t:ty, $half:expr, [$($rounds:expr),*], $last:expr,
+     $spread:ident, $compact:ident, $prefix:ident) => {
+        #[inline(always)]
+        fn $enc(x: $t, y: $t, nbits: u32) -> $t {
+            let x = x << ($half - nbits);
+            let y = y << ($half - nbits);
+            let m: $t = <$t>::MAX >> $half;
+            let (mut aa, mut bb, mut cc, mut dd);
+            {
+                let a = x ^ y;
+                let b = m ^ a;
+                let c = m ^ (x | y);
+                let d = x & (y ^ m);
+                aa = a | (b >> 1);
+                bb = (a >> 1) ^ a;
+                cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
+                dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
+            }
+            for s in [$($rounds),*] {
+                let (a, b, c, d) = (aa, bb, cc, dd);
+                aa = (a & (a >> s)) ^ (b & (b >> s));
+                bb = (a & (b >> s)) ^ (b & ((a ^ b) >> s));
+                cc ^= (a & (c >> s)) ^ (b & (d >> s));
+                dd ^= (b & (c >> s)) ^ ((a ^ b) & (d >> s));
+            }
+            {
+                let (a, b, c, d) = (aa, bb, cc, dd);
+                cc ^= (a & (c >> $last)) ^ (b & (d >> $last));
+                dd ^= (b & (c >> $last)) ^ ((a ^ b) & (d >> $last));
+            }
+            let a = cc ^ (cc >> 1);
+            let b = dd ^ (dd >> 1);
+            let i0 = x ^ y;
+            let i1 = b | (m ^ (i0 | a));
+            let h = ($spread(i1 as _) << 1) as $t | $spread(i0 as _) as $t;
+            if nbits == $half {
+                h
+            } else {
+                h >> (2 * $half - 2 * nbits)
+            }
+        }
 
-/// [`h2_encode32`] in 64-bit lanes, `nbits <= 32`.
-#[inline(always)]
-fn h2_encode64(x: u64, y: u64, nbits: u32) -> u64 {
-    let x = x << (32 - nbits);
-    let y = y << (32 - nbits);
-    let m = 0xFFFF_FFFFu64;
-    let (mut aa, mut bb, mut cc, mut dd);
-    {
-        let a = x ^ y;
-        let b = m ^ a;
-        let c = m ^ (x | y);
-        let d = x & (y ^ m);
-        aa = a | (b >> 1);
-        bb = (a >> 1) ^ a;
-        cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
-        dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
-    }
-    for s in [2u32, 4, 8] {
-        let (a, b, c, d) = (aa, bb, cc, dd);
-        aa = (a & (a >> s)) ^ (b & (b >> s));
-        bb = (a & (b >> s)) ^ (b & ((a ^ b) >> s));
-        cc ^= (a & (c >> s)) ^ (b & (d >> s));
-        dd ^= (b & (c >> s)) ^ ((a ^ b) & (d >> s));
-    }
-    {
-        let (a, b, c, d) = (aa, bb, cc, dd);
-        cc ^= (a & (c >> 16)) ^ (b & (d >> 16));
-        dd ^= (b & (c >> 16)) ^ ((a ^ b) & (d >> 16));
-    }
-    let a = cc ^ (cc >> 1);
-    let b = dd ^ (dd >> 1);
-    let i0 = x ^ y;
-    let i1 = b | (m ^ (i0 | a));
-    let h = (part1by1(i1) << 1) | part1by1(i0);
-    if nbits == 32 {
-        h
-    } else {
-        h >> (64 - 2 * nbits)
-    }
-}
-
-/// Inverse of [`h2_encode32`].
-#[inline(always)]
-fn h2_decode32(h: u32, nbits: u32) -> (u32, u32) {
-    let m = 0xFFFFu32;
-    let i = if nbits == 16 {
-        h
-    } else {
-        h << (32 - 2 * nbits)
+        /// Inverse of the encoder above.
+        #[inline(always)]
+        fn $dec(h: $t, nbits: u32) -> ($t, $t) {
+            let m: $t = <$t>::MAX >> $half;
+            let i = if nbits == $half { h } else { h << (2 * $half - 2 * nbits) };
+            let i0 = $compact(i as _) as $t;
+            let i1 = $compact((i >> 1) as _) as $t;
+            let t0 = (i0 | i1) ^ m;
+            let t1 = i0 & i1;
+            let p0 = $prefix(t0);
+            let p1 = $prefix(t1);
+            let a = ((i0 ^ m) & p1) | (i0 & p0);
+            let x = (a ^ i1) >> ($half - nbits);
+            let y = (a ^ i0 ^ i1) >> ($half - nbits);
+            (x, y)
+        }
     };
-    let i0 = compact16(i);
-    let i1 = compact16(i >> 1);
-    let t0 = (i0 | i1) ^ m;
-    let t1 = i0 & i1;
-    let p0 = prefix_xor32(t0);
-    let p1 = prefix_xor32(t1);
-    let a = ((i0 ^ m) & p1) | (i0 & p0);
-    let x = (a ^ i1) >> (16 - nbits);
-    let y = (a ^ i0 ^ i1) >> (16 - nbits);
-    (x, y)
 }
 
-/// Inverse of [`h2_encode64`].
-#[inline(always)]
-fn h2_decode64(h: u64, nbits: u32) -> (u64, u64) {
-    let m = 0xFFFF_FFFFu64;
-    let i = if nbits == 32 {
-        h
-    } else {
-        h << (64 - 2 * nbits)
-    };
-    let i0 = compact1by1(i);
-    let i1 = compact1by1(i >> 1);
-    let t0 = (i0 | i1) ^ m;
-    let t1 = i0 & i1;
-    let p0 = prefix_xor64(t0);
-    let p1 = prefix_xor64(t1);
-    let a = ((i0 ^ m) & p1) | (i0 & p0);
-    let x = (a ^ i1) >> (32 - nbits);
-    let y = (a ^ i0 ^ i1) >> (32 - nbits);
-    (x, y)
-}
+hilbert2!(
+    h2_encode32,
+    h2_decode32,
+    u32,
+    16,
+    [2u32, 4],
+    8,
+    spread16,
+    compact16,
+    prefix_xor32
+);
+hilbert2!(
+    h2_encode64,
+    h2_decode64,
+    u64,
+    32,
+    [2u32, 4, 8],
+    16,
+    part1by1,
+    compact1by1,
+    prefix_xor64
+);
 
 /// Bit `j` of the result: XOR of bits `j..16` of `x` (16-bit values).
 #[inline(always)]
