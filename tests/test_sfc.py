@@ -793,7 +793,7 @@ def test_ctrl_c_interrupts_serialize_and_long_encodes() -> None:
     rng = np.random.default_rng(0)
     pts = rng.random((3_000_000, 3), dtype=np.float32)
     batch = rng.integers(0, 4, 3_000_000)
-    cube = rng.integers(0, 256, (6_000_000, 8), dtype=np.uint8)
+    cube = rng.integers(0, 256, (16_000_000, 8), dtype=np.uint8)
     """
     assert_interrupts_early(setup, "sfc.serialize(pts, 1e-5, 'hilbert', batch=batch, "
                                    "num_threads=1)")
