@@ -28,7 +28,7 @@ except KeyboardInterrupt:
 """
 
 
-def assert_interrupts_early(setup: str, call: str, min_full: float = 0.4) -> dict[str, float]:
+def assert_interrupts_early(setup: str, call: str, min_full: float = 0.2) -> dict[str, float]:
     """Runs ``call`` once uninterrupted (``full`` seconds), then again with SIGINT sent at
     ``full / 5``: KeyboardInterrupt must arrive well before the call would have finished
     (without in-loop checks it arrives only after the call returns, at about ``full``)."""

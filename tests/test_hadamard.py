@@ -497,7 +497,7 @@ def test_ctrl_c_interrupts_long_rotations_and_transforms() -> None:
 
     setup = """
     from ordcore import hadamard
-    x = np.random.default_rng(0).standard_normal((1 << 14, 1024)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1 << 15, 1024)).astype(np.float32)
     out = np.empty_like(x)
     rot = hadamard.RandomizedHadamard(1024, seed=0, blocks=64)
     """
