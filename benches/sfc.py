@@ -1,11 +1,21 @@
-"""Benchmark ordcore.sfc against hilbertcurve, numpy-hilbert-curve and pymorton.
+"""Benchmark ordcore.sfc against hilbertsfc (and hilbertcurve, numpy-hilbert-curve, pymorton).
 
-One run, the same 1,000,000 random points for every library: Hilbert 2-D (nbits 16) and
-3-D (nbits 10), Morton 2-D and 3-D. ordcore runs single-threaded (``num_threads=1``) and on
-all cores. The pure-Python peers (hilbertcurve, pymorton) are timed on a subsample of
-``--sub`` points and scaled per point (printed as such). Writes JSON to bench-results/.
+One process, the same random points for every library, single-threaded (ordcore
+``num_threads=1``, hilbertsfc ``parallel=False``), timed interleaved: each repeat runs every
+library once on the same input, and the best of ``--repeat`` is kept. Inputs are separate
+coordinate arrays of the narrowest unsigned dtype and outputs the narrowest dtype (what
+hilbertsfc takes and returns); ordcore also runs on one ``(N, D)`` array. Hilbert and Morton,
+2-D and 3-D, encode and decode, for a sweep of ``nbits``. Every output is checked equal
+before timing (hilbertsfc's 3-D Hilbert curve is a different variant of the curve, so only its
+timing is compared there). Ratios: ordcore time / hilbertsfc time (< 1: ordcore faster).
 
-    python benches/sfc.py [--n 1000000] [--sub 20000] [--repeat 5]
+hilbertsfc needs Python >= 3.12. On 3.11, point ``HILBERTSFC_WHEEL`` at its wheel
+(``pip download --no-deps --python-version 3.12 --only-binary=:all: hilbertsfc``) with numba
+installed: this script then imports a temporary copy of it whose few PEP 695 definitions are
+rewritten for 3.11. Otherwise hilbertsfc is skipped with the reason printed. JSON goes to
+bench-results/sfc.json.
+
+    python benches/sfc.py [--n 1000000] [--repeat 7] [--sub 5000]
 """
 
 from __future__ import annotations
@@ -14,109 +24,181 @@ import argparse
 import json
 import os
 import platform
+import re
+import sys
+import tempfile
 import time
+import zipfile
 from pathlib import Path
-from typing import Callable
+from types import ModuleType
+from typing import Any, Callable
 
 import numpy as np
 
 from ordcore import sfc
 
+NBITS = {2: [4, 8, 12, 16, 20, 24, 28, 32], 3: [3, 6, 10, 14, 18, 21]}
 
-def best_ns_per_point(fn: Callable[[], object], n: int, repeat: int) -> tuple[float, float]:
-    """Best-of-``repeat`` (wall, process CPU) nanoseconds per point."""
-    fn()  # warm-up (tables, pools)
-    wall = cpu = float("inf")
+
+def load_hilbertsfc() -> tuple[ModuleType | None, str]:
+    """hilbertsfc, or None with the reason it cannot be imported."""
+    try:
+        import hilbertsfc
+
+        return hilbertsfc, f"hilbertsfc {getattr(hilbertsfc, '__version__', '')}"
+    except (ImportError, SyntaxError) as e:
+        first = e
+    wheel = os.environ.get("HILBERTSFC_WHEEL")
+    if sys.version_info >= (3, 12) or not wheel:
+        return None, (f"hilbertsfc cannot be imported ({type(first).__name__}: {first}); it "
+                      "needs Python >= 3.12, or set HILBERTSFC_WHEEL to its wheel on 3.11")
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None, "hilbertsfc needs numba, which is not installed"
+    root = Path(tempfile.mkdtemp(prefix="hilbertsfc-py311-"))
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(root)
+    for py in (root / "hilbertsfc").rglob("*.py"):
+        src = py.read_text()
+        new = re.sub(r"^type (\w+) =", r"\1 =", src, flags=re.M)  # PEP 695 aliases
+        if re.search(r"^def \w+\[T, \*\*P\]", new, flags=re.M):  # PEP 695 generics
+            new = re.sub(r"^(def \w+)\[T, \*\*P\]", r"\1", new, flags=re.M)
+            new = re.sub(r"^(from typing import .*)$",
+                         r"\1, ParamSpec, TypeVar\nT = TypeVar('T')\nP = ParamSpec('P')",
+                         new, count=1, flags=re.M)
+        if new != src:
+            py.write_text(new)
+    sys.path.insert(0, str(root))
+    import hilbertsfc
+
+    return hilbertsfc, (f"hilbertsfc from {Path(wheel).name} (PEP 695 definitions rewritten "
+                        f"for Python {sys.version_info[0]}.{sys.version_info[1]})")
+
+
+def narrowest(bits: int) -> type:
+    return next(t for b, t in ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64))
+                if b >= bits)
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], n: int, repeat: int) -> dict[str, float]:
+    """Best ns per point of each function, running them in turn ``repeat`` times."""
+    for f in fns.values():
+        f()  # warm-up (JIT, tables)
+    best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
-        t, c = time.perf_counter(), time.process_time()
-        fn()
-        cpu = min(cpu, time.process_time() - c)
-        wall = min(wall, time.perf_counter() - t)
-    return wall / n * 1e9, cpu / n * 1e9
+        for name, f in fns.items():
+            t = time.perf_counter()
+            f()
+            best[name] = min(best[name], time.perf_counter() - t)
+    return {k: v / n * 1e9 for k, v in best.items()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--sub", type=int, default=20_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--sub", type=int, default=5000,
+                    help="points for the pure-Python peers (hilbertcurve, pymorton)")
     args = ap.parse_args()
-    n, sub = args.n, args.sub
+    n = args.n
+    hs, note = load_hilbertsfc()
+    print(f"peer: {note}" if hs else f"skipped hilbertsfc: {note}")
+    print(f"ordcore sfc kernel: {sfc.kernel()}; {n} points; best of {args.repeat}, interleaved; "
+          "ns per point, 1 thread")
     rng = np.random.default_rng(0)
-    rows: list[dict[str, object]] = []
-
-    def add(task: str, lib: str, ns: tuple[float, float], points: int, note: str = "") -> None:
-        rows.append({"task": task, "library": lib, "ns_per_point": ns[0],
-                     "cpu_ns_per_point": ns[1], "points_timed": points, "note": note})
-
-    for d, nbits in [(2, 16), (3, 10)]:
-        pts = rng.integers(0, 2**nbits, size=(n, d), dtype=np.int64)
-        small = pts[:sub]
-        task = f"hilbert {d}D nbits {nbits}"
-        add(task, "ordcore 1 thread",
-            best_ns_per_point(lambda: sfc.hilbert_encode(pts, nbits, num_threads=1), n,
-                              args.repeat), n)
-        add(task, f"ordcore {os.cpu_count()} threads",
-            best_ns_per_point(lambda: sfc.hilbert_encode(pts, nbits), n, args.repeat), n)
-        ref = sfc.hilbert_encode(small, nbits)
-        try:
-            import hilbert  # numpy-hilbert-curve
-
-            assert np.array_equal(hilbert.encode(small, d, nbits), ref)
-            add(task, "numpy-hilbert-curve",
-                best_ns_per_point(lambda: hilbert.encode(pts, d, nbits), n, 1), n)
-        except ImportError:
-            print("numpy-hilbert-curve not installed; skipped")
+    rows: list[dict[str, Any]] = []
+    head = (f"{'curve':<8}{'D':>2}{'nbits':>6} {'op':<7}| {'ordcore':>8} {'ord (N,D)':>9} "
+            f"{'hilbertsfc':>10} | {'ord/hsfc':>8}  note")
+    print(head)
+    print("-" * len(head))
+    for curve in ("hilbert", "morton"):
+        for d, widths in NBITS.items():
+            for nbits in widths:
+                ct = narrowest(nbits)
+                cols = tuple(rng.integers(0, 1 << nbits, n, dtype=np.uint64).astype(ct)
+                             for _ in range(d))
+                mat = np.ascontiguousarray(np.stack(cols, axis=1))
+                enc = sfc.hilbert_encode if curve == "hilbert" else sfc.morton_encode
+                dec = sfc.hilbert_decode if curve == "hilbert" else sfc.morton_decode
+                code = enc(cols, nbits, dtype="narrowest", num_threads=1)
+                note_row = ""
+                fns_e: dict[str, Callable[[], Any]] = {
+                    "ordcore": lambda: enc(cols, nbits, dtype="narrowest", num_threads=1),
+                    "ordcore_rows": lambda: enc(mat, nbits, dtype="narrowest", num_threads=1),
+                }
+                fns_d: dict[str, Callable[[], Any]] = {
+                    "ordcore": lambda: dec(code, nbits, d, dtype="narrowest", separate=True,
+                                           num_threads=1),
+                    "ordcore_rows": lambda: dec(code, nbits, d, dtype="narrowest",
+                                                num_threads=1),
+                }
+                if hs is not None:
+                    he = getattr(hs, f"{curve}_encode_{d}d")
+                    hd = getattr(hs, f"{curve}_decode_{d}d")
+                    theirs = he(*cols, nbits=nbits)
+                    assert theirs.dtype == code.dtype, (theirs.dtype, code.dtype)
+                    same = np.array_equal(theirs, code)
+                    if curve == "morton" and not same:
+                        # hilbertsfc puts coordinate 0 in the low bit? check the other order.
+                        same = np.array_equal(
+                            theirs, sfc.morton_encode(cols, nbits, axis0="msb",
+                                                      dtype="narrowest", num_threads=1))
+                        note_row = "hilbertsfc = axis0='msb'" if same else ""
+                    if not same:
+                        assert curve == "hilbert" and d == 3, (curve, d, nbits)
+                        note_row = "hilbertsfc 3-D is another curve variant"
+                    back = hd(theirs, nbits=nbits)
+                    assert all(np.array_equal(a, b) for a, b in zip(back, cols))
+                    fns_e["hilbertsfc"] = lambda: he(*cols, nbits=nbits)
+                    fns_d["hilbertsfc"] = lambda: hd(theirs, nbits=nbits)
+                for op, fns in (("encode", fns_e), ("decode", fns_d)):
+                    t = interleaved(fns, n, args.repeat)
+                    h = t.get("hilbertsfc")
+                    r = {"curve": curve, "d": d, "nbits": nbits, "op": op, "n": n,
+                         "ns_per_point": t, "ratio_ordcore_over_hilbertsfc":
+                         t["ordcore"] / h if h else None, "note": note_row}
+                    rows.append(r)
+                    hstr = f"{h:>10.2f}" if h else f"{'-':>10}"
+                    rstr = f"{t['ordcore'] / h:>7.2f}x" if h else f"{'-':>8}"
+                    print(f"{curve:<8}{d:>2}{nbits:>6} {op:<7}| {t['ordcore']:>8.2f} "
+                          f"{t['ordcore_rows']:>9.2f} {hstr} | {rstr}  {note_row}", flush=True)
+    # Pure-Python peers, on a subsample (hilbert 2-D 16 / 3-D 10 bits, encode).
+    sub = args.sub
+    for d, nbits in ((2, 16), (3, 10)):
+        pts = rng.integers(0, 1 << nbits, (sub, d), dtype=np.int64)
+        ref = sfc.hilbert_encode(pts, nbits)
+        peers: dict[str, Callable[[], Any]] = {
+            "ordcore": lambda: sfc.hilbert_encode(pts, nbits, num_threads=1)}
         try:
             from hilbertcurve.hilbertcurve import HilbertCurve
 
             hc = HilbertCurve(p=nbits, n=d)
-            lst = small.tolist()
+            lst = pts.tolist()
             assert hc.distances_from_points(lst) == ref.tolist()
-            add(task, "hilbertcurve", best_ns_per_point(
-                lambda: hc.distances_from_points(lst), sub, 1), sub,
-                f"subsample of {sub} points, scaled per point")
+            peers["hilbertcurve"] = lambda: hc.distances_from_points(lst)
         except ImportError:
-            print("hilbertcurve not installed; skipped")
-
-        task = f"morton {d}D nbits {nbits}"
-        add(task, "ordcore 1 thread",
-            best_ns_per_point(lambda: sfc.morton_encode(pts, nbits, num_threads=1), n,
-                              args.repeat), n)
-        add(task, f"ordcore {os.cpu_count()} threads",
-            best_ns_per_point(lambda: sfc.morton_encode(pts, nbits), n, args.repeat), n)
+            print("skipped hilbertcurve: not installed")
         try:
-            import pymorton
+            import hilbert as nhc  # numpy-hilbert-curve
 
-            il = pymorton.interleave2 if d == 2 else pymorton.interleave3
-            lst = small.tolist()
-            assert [il(*r) for r in lst] == sfc.morton_encode(small, nbits).tolist()
-            add(task, "pymorton", best_ns_per_point(lambda: [il(*r) for r in lst], sub, 1),
-                sub, f"subsample of {sub} points, scaled per point")
+            assert np.array_equal(nhc.encode(pts, d, nbits), ref)
+            peers["numpy-hilbert-curve"] = lambda: nhc.encode(pts, d, nbits)
         except ImportError:
-            print("pymorton not installed; skipped")
-
-    print(__doc__.splitlines()[0])
-    print("wall = best-of wall clock; cpu = process CPU time (all threads), robust to a loaded")
-    print("machine; ratios = peer / ordcore single-threaded, on cpu time (peers are 1-thread).")
-    print(f"{'task':<22} {'library':<20} {'wall ns/pt':>11} {'cpu ns/pt':>11} {'ratio':>9}  note")
-    base: dict[str, float] = {}
-    for r in rows:
-        if r["library"] == "ordcore 1 thread":
-            base[str(r["task"])] = float(r["cpu_ns_per_point"])  # type: ignore[arg-type]
-    for r in rows:
-        ns = float(r["ns_per_point"])  # type: ignore[arg-type]
-        cpu = float(r["cpu_ns_per_point"])  # type: ignore[arg-type]
-        ratio = cpu / base[str(r["task"])]
-        r["ratio_cpu_vs_ordcore_1_thread"] = ratio
-        print(f"{r['task']:<22} {r['library']:<20} {ns:>11.2f} {cpu:>11.2f} {ratio:>8.1f}x"
-              f"  {r['note']}")
+            print("skipped numpy-hilbert-curve: not installed")
+        t = interleaved(peers, sub, 3)
+        print(f"hilbert {d}-D nbits {nbits} encode, {sub} points: "
+              + ", ".join(f"{k} {v:.1f} ns/pt ({v / t['ordcore']:.0f}x ordcore)"
+                          for k, v in t.items()))
+        rows.append({"curve": "hilbert", "d": d, "nbits": nbits, "op": "encode", "n": sub,
+                     "ns_per_point": t, "note": "pure-Python peers"})
     out = Path(__file__).resolve().parents[1] / "bench-results"
     out.mkdir(exist_ok=True)
     path = out / "sfc.json"
-    path.write_text(json.dumps({"n": n, "sub": sub, "machine": platform.processor()
-                                or platform.machine(), "cpus": os.cpu_count(),
-                                "rows": rows}, indent=2))
+    path.write_text(json.dumps({"n": n, "repeat": args.repeat, "peer": note,
+                                "kernel": sfc.kernel(), "machine": platform.processor()
+                                or platform.machine(), "cpus": os.cpu_count(), "rows": rows},
+                               indent=2))
     print(f"wrote {path}")
 
 

@@ -29,6 +29,22 @@ def cp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         yield fake
 
 
+def test_sfc_gpu_refuses_cpu_only_options(cp: Any) -> None:
+    pts = cp.asarray(np.zeros((4, 2), dtype=np.int32))
+    with pytest.raises(InvalidArgumentError, match="dtype: not supported on the GPU path"):
+        ordcore.sfc.hilbert_encode(pts, 8, dtype="narrowest")
+    with pytest.raises(InvalidArgumentError, match="dtype: not supported on the GPU path"):
+        ordcore.sfc.morton_encode(pts, 8, dtype=np.uint16)
+    h = ordcore.sfc.hilbert_encode(pts, 8)
+    with pytest.raises(InvalidArgumentError, match="separate: not supported on the GPU path"):
+        ordcore.sfc.hilbert_decode(h, 8, 2, separate=True)
+    with pytest.raises(InvalidArgumentError, match="dtype, separate: not supported"):
+        ordcore.sfc.morton_decode(h, 8, 2, dtype=np.uint8, separate=True)
+    col = cp.asarray(np.zeros(4, dtype=np.int32))
+    with pytest.raises(InvalidArgumentError, match="separate coordinate arrays are not supported"):
+        ordcore.sfc.hilbert_encode((col, col), 8)
+
+
 def test_sfc_dispatch_and_errors(cp: Any) -> None:
     pts = np.random.default_rng(0).integers(0, 1 << 12, size=(300, 3)).astype(np.int16)
     h = ordcore.sfc.hilbert_encode(cp.asarray(pts), 12)

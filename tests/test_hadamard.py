@@ -487,3 +487,85 @@ def test_threads_agree() -> None:
     np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="num_threads"):
         had.fwht(x, num_threads=0)
+
+
+# --- Ctrl-C and memory ------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_long_rotations_and_transforms() -> None:
+    from sigint_check import assert_interrupts_early
+
+    setup = """
+    from ordcore import hadamard
+    x = np.random.default_rng(0).standard_normal((1 << 15, 1024)).astype(np.float32)
+    out = np.empty_like(x)
+    rot = hadamard.RandomizedHadamard(1024, seed=0, blocks=64)
+    """
+    # In place (row loop) and out of place (row-pair loop), single-threaded.
+    assert_interrupts_early(setup, "rot.forward(x, num_threads=1)")
+    assert_interrupts_early(setup, "rot.forward(x, out=out, num_threads=1)")
+
+
+def test_huge_rotation_raises_memory_error_instead_of_aborting() -> None:
+    from sigint_check import assert_refused_under_rlimit
+
+    line = assert_refused_under_rlimit(
+        "from ordcore import hadamard", "hadamard.RandomizedHadamard(2**34, seed=0)", "n")
+    assert line.startswith("MemoryError")
+
+
+_KERNEL_CHECK = r"""
+import json
+import numpy as np
+import scipy.linalg
+from ordcore import hadamard
+
+rng = np.random.default_rng(3)
+worst = 0.0
+for n in [1, 2, 8, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 12 * 256, 172 * 512]:
+    x = rng.standard_normal((3, n))
+    if n <= 4096 and n & (n - 1) == 0:
+        want = x @ scipy.linalg.hadamard(n)
+    else:
+        want = hadamard.fwht(x, normalized=False)  # float64: the generic loops
+    signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    for dt in (np.float32, np.float64):
+        xs = x.astype(dt)
+        tol = (1e-4 if dt == np.float32 else 1e-10) * np.sqrt(n) * (np.abs(want).max() + 1)
+        got = hadamard.fwht(xs, normalized=False)
+        worst = max(worst, float(np.abs(got - want).max() / tol))
+        assert np.abs(got - want).max() <= tol, (n, dt)
+        y = xs.copy()
+        hadamard.fwht(y, out=y, normalized=True)
+        assert np.allclose(y, want / np.sqrt(n), atol=tol / np.sqrt(n)), (n, dt)
+        o = np.empty_like(xs)
+        hadamard.fwht(xs, out=o, normalized=False)
+        assert np.array_equal(o, got)
+        ok = hadamard.is_supported_size(n)
+        rot = hadamard.RandomizedHadamard(n, seed=5, dtype=dt) if ok else None
+        if rot is not None and n > 1:
+            r = rot.forward(xs)
+            assert np.allclose(rot.inverse(r), xs, atol=tol / np.sqrt(n))
+print(json.dumps({"kernel": hadamard.kernel(), "worst": worst}))
+"""
+
+
+@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
+def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
+    """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
+    rotations, float32 and float64, sizes below, at and above the 256-element register
+    block and the cache block, against x @ scipy.linalg.hadamard(n)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, ORDCORE_HADAMARD_KERNEL=kernel)
+    r = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    order = ["portable", "avx2", "avx512"]
+    assert order.index(out["kernel"]) <= order.index(kernel)
+    if kernel == "portable":
+        assert out["kernel"] == "portable"

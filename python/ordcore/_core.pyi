@@ -22,6 +22,9 @@ __all__ += [
     "sfc_scan_order",
     "sfc_inverse_permutation",
     "sfc_serialize",
+    "sfc_encode",
+    "sfc_decode",
+    "sfc_kernel",
 ]
 
 def sfc_hilbert_encode(
@@ -38,14 +41,29 @@ def sfc_morton_decode(
 ) -> npt.NDArray[np.uint64]: ...
 def sfc_scan_order(height: int, width: int, kind: str) -> npt.NDArray[np.int64]: ...
 def sfc_inverse_permutation(p: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
+def sfc_encode(
+    coords: Any, nbits: int, curve: str, msb: bool, out_bits: int, num_threads: int | None = None
+) -> Any: ...
+def sfc_decode(
+    codes: Any,
+    nbits: int,
+    ndim: int,
+    curve: str,
+    msb: bool,
+    out_bits: int,
+    columns: bool,
+    num_threads: int | None = None,
+) -> Any: ...
+def sfc_kernel() -> str: ...
 def sfc_serialize(
-    points: npt.NDArray[np.float64],
+    points: npt.NDArray[np.float32],
     batch: npt.NDArray[np.uint64] | None,
     grid_size: float,
-    depth: int,
+    depth: int | None,
     order: str,
+    origin: str,
     num_threads: int | None = None,
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64], int]: ...
 
 # --- hadamard ---
 
@@ -54,6 +72,7 @@ from typing import final
 from numpy.typing import NDArray
 
 __all__ += [
+    "hadamard_kernel",
     "hadamard_fwht_f32",
     "hadamard_fwht_f64",
     "hadamard_fwht_inplace_f32",
@@ -71,6 +90,7 @@ __all__ += [
     "RandomizedHadamard",
 ]
 
+def hadamard_kernel() -> str: ...
 def hadamard_fwht_f32(
     x: NDArray[np.float32],
     out: NDArray[np.float32],

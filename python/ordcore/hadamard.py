@@ -49,6 +49,7 @@ from ordcore._args import INT64_MAX, UINT64_MAX, int_arg, num_threads_arg
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
+    "kernel",
     "SUPPORTED_K",
     "fwht",
     "ifwht",
@@ -66,6 +67,17 @@ __all__ = [
 SUPPORTED_K: tuple[int, ...] = (1, 12, 20, 28, 36, 40, 52, 60, 108, 140, 156, 172)
 
 _FLOAT_KINDS = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def kernel() -> str:
+    """The SIMD path of the CPU transforms: ``"avx512"``, ``"avx2"`` or ``"portable"``.
+
+    The best the CPU runs, capped by the environment variable ``ORDCORE_HADAMARD_KERNEL``
+    (read once per process). float32 power-of-two rows of at least 256 elements run a
+    register-blocked kernel on ``"avx512"``; every path computes the same transform (up to
+    float rounding order).
+    """
+    return _core.hadamard_kernel()
 
 
 def is_supported_size(n: int) -> bool:
@@ -246,6 +258,11 @@ def fwht(
         range, a 0-d input, ``out`` of the wrong shape or read-only.
     DTypeError
         Integer, boolean, complex or object input, or ``out`` of another dtype.
+    KeyboardInterrupt
+        Ctrl-C during a long call (checked every few thousand elements); rows of ``out``
+        (or of ``x`` in place) may then be left partly transformed.
+    MemoryError
+        The scratch row would not fit in memory.
     """
     if _gpu.is_device_array(x):
         return _gpu.hadamard.fwht(x, axis=axis, normalized=normalized, out=out)  # type: ignore[no-any-return]
@@ -377,6 +394,9 @@ class RandomizedHadamard:
         unsupported without a group size, ``seed`` out of range.
     DTypeError
         A non-float ``dtype``.
+    MemoryError
+        The signs (12 bytes per coordinate and block) would not fit in memory, e.g.
+        ``n = 2**34``; the message names ``n`` and the bytes.
     """
 
     def __init__(

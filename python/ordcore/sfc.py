@@ -11,9 +11,16 @@ Conventions
   ``b * D + i`` (``axis0="lsb"``: coordinate 0 least significant, as libmorton and
   pymorton) or ``b * D + (D - 1 - i)`` (``axis0="msb"``: coordinate 0 most significant,
   as Point Transformer V3 / O-CNN ``xyz2key``).
-* Indices and codes are ``uint64`` end to end; no narrower type is ever produced.
+* Indices and codes are ``uint64`` unless ``dtype=`` asks for another unsigned type
+  (``dtype="narrowest"``: the smallest of uint8/16/32/64 that holds ``D * nbits`` bits, as
+  hilbertsfc returns). Coordinates may be one ``(N, D)`` array or a tuple of ``D`` separate
+  1-D arrays; decoders return ``(N, D)`` or, with ``separate=True``, a tuple of ``D`` arrays.
+* 2-D and 3-D run batch kernels compiled for AVX-512, AVX2 and portable code, picked once
+  per process (:func:`kernel`); the environment variable ``ORDCORE_SFC_KERNEL`` =
+  ``portable``/``avx2``/``avx512`` caps the choice (results are identical on every path).
 * The four encode/decode functions also take CuPy arrays and CUDA torch tensors: they then
-  run on the GPU (:mod:`ordcore.gpu.sfc`, bit-identical) and return the same kind of array.
+  run on the GPU (:mod:`ordcore.gpu.sfc`, bit-identical) and return the same kind of array;
+  ``dtype``, ``separate`` and separate coordinate arrays are CPU-only there (refused).
 
 Every batch function validates in the same pass that computes (an OR-reduction per chunk),
 releases the GIL, and runs on a rayon pool for large inputs (``num_threads=None``: all
@@ -23,7 +30,7 @@ cores or ``RAYON_NUM_THREADS``; ``num_threads=1``: the calling thread only).
 from __future__ import annotations
 
 import operator
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +42,7 @@ from ordcore._args import num_threads_arg as _threads
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
+    "kernel",
     "hilbert_encode",
     "hilbert_decode",
     "morton_encode",
@@ -95,44 +103,182 @@ def _axis0(axis0: str) -> bool:
     return axis0 == "msb"
 
 
+def kernel() -> str:
+    """The sfc compute kernel in use: ``"avx512"``, ``"avx2"`` or ``"portable"``.
+
+    The best the CPU runs, capped by the environment variable ``ORDCORE_SFC_KERNEL`` (read
+    once per process). Every kernel gives identical results.
+    """
+    return _core.sfc_kernel()
+
+
+OutDType = npt.DTypeLike | Literal["narrowest"] | None
+
+_UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _out_bits(dtype: OutDType, need: int, what: str) -> int:
+    """Bits of the requested unsigned output type (64 for None), checked to hold ``need``."""
+    if dtype is None:
+        return 64
+    if isinstance(dtype, str) and dtype == "narrowest":
+        return next(b for b in (8, 16, 32, 64) if b >= need)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise DTypeError(f"dtype: not a NumPy dtype: {dtype!r}") from None
+    if dt.kind != "u":
+        raise DTypeError(f"dtype: must be an unsigned integer dtype or 'narrowest', got {dt}")
+    bits = dt.itemsize * 8
+    if bits < need:
+        raise InvalidArgumentError(
+            f"dtype: {dt} cannot hold {what} of {need} bits; use "
+            f"uint{next(b for b in (8, 16, 32, 64) if b >= need)} or wider"
+        )
+    return bits
+
+
+def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
+    """``coords`` as a C-contiguous (N, D) array, or (a tuple given) a list of D contiguous
+    1-D arrays of one integer dtype; with D."""
+    if isinstance(coords, tuple):
+        if not coords:
+            raise InvalidArgumentError("coords: an empty tuple has no coordinate arrays")
+        if any(_gpu.is_device_array(c) for c in coords):
+            raise InvalidArgumentError(
+                "coords: separate coordinate arrays are not supported on the GPU path; "
+                "pass one (N, D) device array"
+            )
+        cols = [_int_array(f"coords[{i}]", c, 1) for i, c in enumerate(coords)]
+        n = cols[0].shape[0]
+        for i, c in enumerate(cols):
+            if c.shape[0] != n:
+                raise InvalidArgumentError(
+                    f"coords: the separate coordinate arrays differ in length: coords[0] has "
+                    f"{n} values, coords[{i}] has {c.shape[0]}"
+                )
+        common = np.result_type(*cols)
+        if common.kind not in "iu":  # uint64 with a signed type: keep int64 semantics out
+            common = np.dtype(np.uint64)
+        cols = [np.ascontiguousarray(c, dtype=common) for c in cols]
+        return cols, len(cols)
+    arr = _int_array("coords", coords, 2)
+    return arr, arr.shape[1]
+
+
+def _gpu_refuse(**opts: object) -> None:
+    bad = [k for k, v in opts.items() if v]
+    if bad:
+        raise InvalidArgumentError(
+            f"{', '.join(bad)}: not supported on the GPU path (CuPy / CUDA input); "
+            "the GPU returns uint64 (N,) codes and (N, D) coordinates"
+        )
+
+
+def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
+            num_threads: int | None) -> np.ndarray:
+    c, d = _coords_in(coords)
+    nb = _int_arg("nbits", nbits)
+    if d in (2, 3):
+        if 1 <= nb and d * nb <= 64:
+            bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+        else:
+            bits = 64  # the core reports the width error
+        codes: np.ndarray = _core.sfc_encode(c, nb, curve, msb, bits, _threads(num_threads))
+        return codes
+    arr = np.stack(c, axis=1) if isinstance(c, list) else c
+    if curve == "hilbert":
+        out = _core.sfc_hilbert_encode(arr, nb, _threads(num_threads))
+    else:
+        out = _core.sfc_morton_encode(arr, nb, msb, _threads(num_threads))
+    bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+    return out if bits == 64 else out.astype(_UNSIGNED[bits])
+
+
+def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
+            dtype: OutDType, separate: bool,
+            num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
+    arr = _int_array(arg, codes, 1)
+    nd = _int_arg("ndim", ndim)
+    if nd < 1:
+        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
+    nb = _int_arg("nbits", nbits)
+    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if nb >= 1 else 64
+    if nd in (2, 3):
+        out = _core.sfc_decode(arr, nb, nd, curve, msb, bits, separate, _threads(num_threads))
+        return tuple(out) if separate else out
+    if curve == "hilbert":
+        g = _core.sfc_hilbert_decode(arr, nb, nd, _threads(num_threads))
+    else:
+        g = _core.sfc_morton_decode(arr, nb, nd, msb, _threads(num_threads))
+    if bits != 64:
+        g = g.astype(_UNSIGNED[bits])
+    if separate:
+        t = np.ascontiguousarray(g.T)
+        return tuple(t)
+    return g
+
+
 def hilbert_encode(
-    coords: npt.ArrayLike, nbits: int, *, num_threads: int | None = None
-) -> npt.NDArray[np.uint64]:
+    coords: npt.ArrayLike | tuple[npt.ArrayLike, ...],
+    nbits: int,
+    *,
+    dtype: OutDType = None,
+    num_threads: int | None = None,
+) -> npt.NDArray[np.unsignedinteger]:
     """Hilbert indices of integer points.
 
     Parameters
     ----------
-    coords : array_like, shape (N, D), any signed or unsigned integer dtype
-        Grid coordinates, each in ``[0, 2**nbits)``. Any strides and byte order.
+    coords : array_like, shape (N, D), or a tuple of D array_likes of shape (N,)
+        Grid coordinates, each in ``[0, 2**nbits)``, any signed or unsigned integer dtype,
+        any strides and byte order. A tuple holds separate coordinate arrays
+        (``(x, y)`` or ``(x, y, z)``, as hilbertsfc takes them) of equal length.
     nbits : int
         Bits per coordinate (the curve's order); ``1 <= nbits`` and ``D * nbits <= 64``.
+    dtype : unsigned integer dtype or "narrowest", optional
+        Output type; ``None`` (default) gives uint64, ``"narrowest"`` the smallest of
+        uint8/16/32/64 that holds ``D * nbits`` bits (uint32 for 2 x 16 bits).
     num_threads : int, optional
         Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
-    ndarray, shape (N,), uint64
+    ndarray, shape (N,), uint64 (or ``dtype``)
         The Hilbert index of each point, equal to
         ``hilbertcurve.HilbertCurve(p=nbits, n=D).distances_from_points(coords)``
         (Skilling 2004; coordinate 0 is the most significant bit of each ``D``-bit group).
+        hilbertsfc's 2-D ``hilbert_encode_2d(x, y)`` gives the same indices; its 3-D curve
+        is a different variant.
 
     Raises
     ------
     DTypeError
-        ``coords`` is not an integer array (bool and float are rejected).
+        ``coords`` is not an integer array (bool and float are rejected); ``dtype`` is not
+        unsigned.
     InvalidArgumentError
-        ``coords`` is not 2-D, ``D < 1``, ``nbits < 1``, ``D * nbits > 64``, or a value is
-        negative or ``>= 2**nbits`` (the message names the first offending row).
+        ``coords`` is not 2-D (or the tuple's arrays not 1-D of one length), ``D < 1``,
+        ``nbits < 1``, ``D * nbits > 64``, a value is negative or ``>= 2**nbits`` (the
+        message names the first offending row), or ``dtype`` is narrower than
+        ``D * nbits`` bits. ``dtype`` or a tuple with GPU input.
+    KeyboardInterrupt
+        Ctrl-C during a long call (checked every few thousand points).
     """
     if _gpu.is_device_array(coords):
+        _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.hilbert_encode(coords, nbits)  # type: ignore[no-any-return]
-    arr = _int_array("coords", coords, 2)
-    return _core.sfc_hilbert_encode(arr, _int_arg("nbits", nbits), _threads(num_threads))
+    return _encode("hilbert", coords, nbits, False, dtype, num_threads)
 
 
 def hilbert_decode(
-    index: npt.ArrayLike, nbits: int, ndim: int, *, num_threads: int | None = None
-) -> npt.NDArray[np.uint64]:
+    index: npt.ArrayLike,
+    nbits: int,
+    ndim: int,
+    *,
+    dtype: OutDType = None,
+    separate: bool = False,
+    num_threads: int | None = None,
+) -> Any:
     """Points of Hilbert indices: the inverse of :func:`hilbert_encode`.
 
     Parameters
@@ -141,51 +287,57 @@ def hilbert_decode(
         Hilbert indices in ``[0, 2**(ndim * nbits))``.
     nbits, ndim : int
         Bits per coordinate and number of dimensions ``D`` (``D * nbits <= 64``).
+    dtype : unsigned integer dtype or "narrowest", optional
+        Coordinate type; ``None`` gives uint64, ``"narrowest"`` the smallest that holds
+        ``nbits`` bits.
+    separate : bool
+        Return a tuple of ``D`` arrays of shape (N,) (as hilbertsfc) instead of one array.
 
     Returns
     -------
-    ndarray, shape (N, ndim), uint64
+    ndarray, shape (N, ndim), uint64 (or ``dtype``); a tuple of ``ndim`` (N,) arrays with ``separate``
         Equal to ``hilbertcurve.HilbertCurve(p=nbits, n=ndim).points_from_distances``.
 
     Raises
     ------
     DTypeError, InvalidArgumentError
-        As :func:`hilbert_encode`; an index out of range names its row.
+        As :func:`hilbert_encode`; an index out of range names its row; ``dtype`` narrower
+        than ``nbits`` bits. ``dtype`` or ``separate`` with GPU input.
     """
     if _gpu.is_device_array(index):
-        return _gpu.sfc.hilbert_decode(index, nbits, ndim)  # type: ignore[no-any-return]
-    arr = _int_array("index", index, 1)
-    nd = _int_arg("ndim", ndim)
-    if nd < 1:
-        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
-    return _core.sfc_hilbert_decode(arr, _int_arg("nbits", nbits), nd, _threads(num_threads))
+        _gpu_refuse(dtype=dtype is not None, separate=separate)
+        return _gpu.sfc.hilbert_decode(index, nbits, ndim)
+    return _decode("hilbert", "index", index, nbits, ndim, False, dtype, separate, num_threads)
 
 
 def morton_encode(
-    coords: npt.ArrayLike,
+    coords: npt.ArrayLike | tuple[npt.ArrayLike, ...],
     nbits: int,
     *,
     axis0: AxisOrder = "lsb",
+    dtype: OutDType = None,
     num_threads: int | None = None,
-) -> npt.NDArray[np.uint64]:
+) -> npt.NDArray[np.unsignedinteger]:
     """Morton (Z-order) codes of integer points, by bit interleaving.
 
     Parameters
     ----------
-    coords : array_like, shape (N, D), any integer dtype
-        Coordinates in ``[0, 2**nbits)``.
+    coords : array_like, shape (N, D), or a tuple of D array_likes of shape (N,)
+        Coordinates in ``[0, 2**nbits)``, any integer dtype (a tuple: separate arrays).
     nbits : int
         Bits per coordinate; ``1 <= nbits``, ``D * nbits <= 64`` (2-D: 32, 3-D: 21).
     axis0 : {"lsb", "msb"}
         Where coordinate 0 goes inside each ``D``-bit group. ``"lsb"`` (default): bit ``b``
         of coordinate ``i`` lands on bit ``b * D + i`` (libmorton, pymorton).
         ``"msb"``: on bit ``b * D + D - 1 - i`` (Point Transformer V3's ``z`` order).
+    dtype : unsigned integer dtype or "narrowest", optional
+        As :func:`hilbert_encode`.
     num_threads : int, optional
         Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
-    ndarray, shape (N,), uint64
+    ndarray, shape (N,), uint64 (or ``dtype``)
 
     Raises
     ------
@@ -193,11 +345,9 @@ def morton_encode(
         As :func:`hilbert_encode`.
     """
     if _gpu.is_device_array(coords):
+        _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.morton_encode(coords, nbits, axis0=axis0)  # type: ignore[no-any-return]
-    arr = _int_array("coords", coords, 2)
-    return _core.sfc_morton_encode(
-        arr, _int_arg("nbits", nbits), _axis0(axis0), _threads(num_threads)
-    )
+    return _encode("morton", coords, nbits, _axis0(axis0), dtype, num_threads)
 
 
 def morton_decode(
@@ -206,13 +356,17 @@ def morton_decode(
     ndim: int,
     *,
     axis0: AxisOrder = "lsb",
+    dtype: OutDType = None,
+    separate: bool = False,
     num_threads: int | None = None,
-) -> npt.NDArray[np.uint64]:
+) -> Any:
     """Coordinates of Morton codes: the inverse of :func:`morton_encode`.
+
+    ``dtype`` and ``separate`` as :func:`hilbert_decode`.
 
     Returns
     -------
-    ndarray, shape (N, ndim), uint64
+    ndarray, shape (N, ndim), uint64 (or ``dtype``); a tuple of ``ndim`` (N,) arrays with ``separate``
 
     Raises
     ------
@@ -220,14 +374,10 @@ def morton_decode(
         Non-integer codes, bad widths, or a code ``>= 2**(ndim * nbits)`` (row named).
     """
     if _gpu.is_device_array(code):
-        return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)  # type: ignore[no-any-return]
-    arr = _int_array("code", code, 1)
-    nd = _int_arg("ndim", ndim)
-    if nd < 1:
-        raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
-    return _core.sfc_morton_decode(
-        arr, _int_arg("nbits", nbits), nd, _axis0(axis0), _threads(num_threads)
-    )
+        _gpu_refuse(dtype=dtype is not None, separate=separate)
+        return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)
+    return _decode("morton", "code", code, nbits, ndim, _axis0(axis0), dtype, separate,
+                   num_threads)
 
 
 def scan_order(height: int, width: int, kind: ScanKind = "hilbert") -> npt.NDArray[np.int64]:
@@ -303,15 +453,49 @@ def inverse_permutation(p: npt.ArrayLike) -> npt.NDArray[np.int64]:
     return _core.sfc_inverse_permutation(np.ascontiguousarray(arr, dtype=np.int64))
 
 
-class Serialization(NamedTuple):
-    """Result of :func:`serialize` (unpacks as ``code, order, inverse``)."""
-
-    #: ``(N,)`` uint64: ``batch << (3 * depth) | curve code``.
+class _SerializationFields(NamedTuple):
     code: npt.NDArray[np.uint64]
-    #: ``(N,)`` int64: point indices sorted by code (ties broken by index).
     order: npt.NDArray[np.int64]
-    #: ``(N,)`` int64: ``inverse[order[i]] = i``.
     inverse: npt.NDArray[np.int64]
+
+
+class Serialization(_SerializationFields):
+    """Result of :func:`serialize`: unpacks as ``code, order, inverse``, with ``depth``.
+
+    Fields
+    ------
+    code : ndarray, shape (N,), uint64
+        ``batch << (3 * depth) | curve code``.
+    order : ndarray, shape (N,), int64
+        A stable argsort of ``code`` (ties, i.e. points in one voxel, by index).
+    inverse : ndarray, shape (N,), int64
+        ``inverse[order[i]] = i``.
+
+    Attributes
+    ----------
+    depth : int
+        Bits per axis the codes use (Pointcept's ``serialized_depth``); pass it to
+        :func:`deserialize`.
+    """
+
+    depth: int
+
+    def __new__(
+        cls,
+        code: npt.NDArray[np.uint64],
+        order: npt.NDArray[np.int64],
+        inverse: npt.NDArray[np.int64],
+        depth: int,
+    ) -> Serialization:
+        self = super().__new__(cls, code, order, inverse)
+        self.depth = depth
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Serialization(code={self.code!r}, order={self.order!r}, "
+            f"inverse={self.inverse!r}, depth={self.depth})"
+        )
 
 
 class Deserialized(NamedTuple):
@@ -334,70 +518,101 @@ def _ser_order(order: str) -> str:
     return order
 
 
+Origin = Literal["global", "per_cloud"]
+
+
 def serialize(
     points: npt.ArrayLike,
     grid_size: float,
     order: SerializationOrder = "z",
     batch: npt.ArrayLike | None = None,
-    depth: int = 16,
+    depth: int | None = None,
     *,
+    origin: Origin = "global",
     num_threads: int | None = None,
 ) -> Serialization:
-    """Serialize a (batched) point cloud as Point Transformer V3 does.
+    """Serialize a (batched) point cloud exactly as Point Transformer V3 does.
 
-    Follows Wu et al., "Point Transformer V3", CVPR 2024 (arXiv:2312.10035) and Pointcept's
-    ``serialization/default.py``: grid coordinates
-    ``g = floor((p - min_b) / grid_size)`` where ``min_b`` is the per-axis minimum over the
-    points of the same batch (computed in float64), then a code per point:
+    With the defaults the codes equal Pointcept's ``Point.serialization``
+    (``pointcept/models/utils/structure.py``, PTv3: Wu et al., CVPR 2024,
+    arXiv:2312.10035) bit for bit:
 
-    * ``"z"``: Morton code of ``(x, y, z)`` with ``x`` most significant in each 3-bit
-      group (``morton_encode(g, depth, axis0="msb")``);
-    * ``"z-trans"``: the same of ``(y, x, z)``;
-    * ``"hilbert"``: ``hilbert_encode(g, depth)`` (Skilling's curve, PTv3's ``hilbert``);
-    * ``"hilbert-trans"``: the same of ``(y, x, z)``;
+    1. The points are cast to float32 (float64 input too, as Pointcept's data pipeline
+       does) and the grid coordinates are
+       ``g = trunc((p - p.min(0)) / grid_size)`` in float32, with the minimum taken over
+       **all** points of the batch and ``grid_size`` rounded to float32 (PTv3's
+       ``torch.div(coord - coord.min(0)[0], grid_size, rounding_mode="trunc")`` on the CPU).
+    2. ``depth=None`` uses Pointcept's adaptive depth ``int(g.max() + 1).bit_length()``.
+       (The standalone PointTransformerV3 ``model.py`` uses ``int(g.max()).bit_length()``,
+       one bit less when ``g.max() + 1`` is a power of two; pass ``depth`` to match it.)
+    3. A code per point, with the batch id in the high bits,
+       ``code = batch << (3 * depth) | curve code``:
 
-    with the batch id in the high bits: ``code = batch << (3 * depth) | code``.
-    ``order`` sorts the codes (ties, i.e. points in the same voxel, by index) and
-    ``inverse`` is its inverse permutation.
+       * ``"z"``: Morton code of ``(x, y, z)``, ``x`` most significant in each 3-bit group
+         (``morton_encode(g, depth, axis0="msb")``, O-CNN ``xyz2key``);
+       * ``"z-trans"``: the same of ``(y, x, z)``;
+       * ``"hilbert"``: ``hilbert_encode(g, depth)`` (Skilling's curve, PTv3's ``hilbert``);
+       * ``"hilbert-trans"``: the same of ``(y, x, z)``.
+    4. ``order`` is a *stable* argsort of the codes (points in one voxel share a code and
+       keep their index order; ``torch.argsort`` is not stable, so PTv3's order of tied
+       points is unspecified), and ``inverse`` its inverse permutation.
+
+    Departures from PTv3, on request: ``origin="per_cloud"`` takes the minimum over the
+    points of each batch id separately; an explicit ``depth`` fixes the bits per axis
+    (Hilbert codes then differ from the adaptive ones unless the depths agree); ``depth``
+    may go up to 21 (PTv3 stops at 16).
 
     Parameters
     ----------
     points : array_like, shape (N, 3), real dtype
         Point coordinates (any unit; ``grid_size`` is in the same unit).
     grid_size : float
-        Voxel edge length, finite and > 0.
+        Voxel edge length, finite and > 0 (also after rounding to float32).
     order : {"z", "z-trans", "hilbert", "hilbert-trans"}
     batch : array_like, shape (N,), integer dtype, optional
         Batch id of each point (need not be sorted), ``0 <= batch < 2**(64 - 3 * depth)``.
-    depth : int
-        Bits per axis, ``1..21``; every grid coordinate must be ``< 2**depth``.
+    depth : int, optional
+        Bits per axis, ``1..21``; every grid coordinate must be ``< 2**depth``. ``None``
+        (default): the adaptive depth above.
+    origin : {"global", "per_cloud"}
+        Grid origin: the minimum over all points (default, PTv3) or per batch id.
+    num_threads : int, optional
+        Threads to use; ``None`` uses all cores (large inputs only).
 
     Returns
     -------
     Serialization
-        ``(code, order, inverse)``: uint64, int64, int64, each of shape (N,).
+        ``(code, order, inverse)``: uint64, int64, int64, each of shape (N,), and the
+        attribute ``depth`` (int) the codes use. An empty cloud gets ``depth = 1`` unless
+        given.
 
     Raises
     ------
     DTypeError
         Non-real points, non-integer batch.
     InvalidArgumentError
-        Wrong shapes, NaN or inf in ``points`` (row named), ``grid_size <= 0`` or not
-        finite, ``depth`` outside ``1..21``, a grid coordinate ``>= 2**depth`` (row named),
-        a negative or too large batch id (row named).
+        Wrong shapes, NaN or inf in ``points`` (row named, also after the float32 cast),
+        ``grid_size <= 0`` or not finite, ``depth`` outside ``1..21``, a grid coordinate
+        ``>= 2**depth`` (or ``>= 2**21`` for the adaptive depth; row named), a negative or
+        too large batch id (row named), an unknown ``origin``.
+    MemoryError
+        The call would need more memory than the machine has (about 60 bytes a point).
     """
     arr = np.asarray(points)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
         raise DTypeError(f"points: must have a real (float or integer) dtype, got {arr.dtype}")
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise InvalidArgumentError(f"points: must have shape (N, 3), got {arr.shape}")
-    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    with np.errstate(over="ignore"):  # values beyond float32 become inf: reported by row
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
     try:
         gs = float(grid_size)
     except (TypeError, ValueError):
         raise DTypeError(
             f"grid_size: must be a number, got {type(grid_size).__name__}"
         ) from None
+    if origin not in ("global", "per_cloud"):
+        raise InvalidArgumentError(f'origin: must be "global" or "per_cloud", got {origin!r}')
     b: np.ndarray | None = None
     if batch is not None:
         b = _int_array("batch", batch, 1)
@@ -412,14 +627,17 @@ def serialize(
                     f"batch: row {int(neg[0])} has negative batch id {int(b[neg[0]])}"
                 )
         b = np.ascontiguousarray(b, dtype=np.uint64)
-    code, order_, inverse = _core.sfc_serialize(
-        arr, b, gs, _int_arg("depth", depth), _ser_order(order), _threads(num_threads)
+    d = None if depth is None else _int_arg("depth", depth)
+    code, order_, inverse, used = _core.sfc_serialize(
+        arr, b, gs, d, _ser_order(order), origin, _threads(num_threads)
     )
-    return Serialization(code, order_, inverse)
+    return Serialization(code, order_, inverse, used)
 
 
 def deserialize(
-    code: npt.ArrayLike, order: SerializationOrder = "z", depth: int = 16
+    code: npt.ArrayLike | Serialization,
+    order: SerializationOrder = "z",
+    depth: int | None = None,
 ) -> Deserialized:
     """Split serialization codes into grid coordinates and batch ids.
 
@@ -430,10 +648,13 @@ def deserialize(
 
     Parameters
     ----------
-    code : array_like, shape (N,), integer dtype
+    code : array_like, shape (N,), integer dtype, or Serialization
+        Codes, or the result of :func:`serialize` itself (its ``code`` and ``depth``).
     order : {"z", "z-trans", "hilbert", "hilbert-trans"}
-    depth : int
-        Bits per axis, ``1..21``.
+    depth : int, optional
+        Bits per axis, ``1..21``: the ``depth`` attribute of the :class:`Serialization`.
+        Required when ``code`` is an array; when ``code`` is a Serialization it defaults
+        to (and must equal) its depth.
 
     Returns
     -------
@@ -443,9 +664,22 @@ def deserialize(
     Raises
     ------
     DTypeError, InvalidArgumentError
-        Non-integer codes, negative codes, an unknown order, ``depth`` outside ``1..21``.
+        Non-integer codes, negative codes, an unknown order, ``depth`` missing, outside
+        ``1..21`` or different from the Serialization's.
     """
     o = _ser_order(order)
+    if isinstance(code, Serialization):
+        if depth is not None and _int_arg("depth", depth) != code.depth:
+            raise InvalidArgumentError(
+                f"depth: {depth} differs from the depth {code.depth} the codes were made with"
+            )
+        depth = code.depth
+        code = code.code
+    if depth is None:
+        raise InvalidArgumentError(
+            "depth: required with a code array (pass the depth attribute of serialize's "
+            "result, or the Serialization itself)"
+        )
     d = _int_arg("depth", depth)
     if not 1 <= d <= 21:
         raise InvalidArgumentError(f"depth: must be in 1..21, got {d}")

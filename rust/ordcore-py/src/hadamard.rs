@@ -285,7 +285,14 @@ impl RandomizedHadamard {
     }
 }
 
+/// The SIMD path of the transforms (`ORDCORE_HADAMARD_KERNEL` caps it).
+#[pyfunction]
+fn hadamard_kernel() -> &'static str {
+    ordcore_core::hadamard::level().name()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(hadamard_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(hadamard_fwht_f32, m)?)?;
     m.add_function(wrap_pyfunction!(hadamard_fwht_f64, m)?)?;
     m.add_function(wrap_pyfunction!(hadamard_fwht_inplace_f32, m)?)?;

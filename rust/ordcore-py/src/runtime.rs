@@ -4,8 +4,9 @@
 //! rayon's global pool is a set of threads; `fork()` copies only the calling thread, so a
 //! child that touches a pool its parent had started would wait forever on threads that do
 //! not exist (the classic torch DataLoader deadlock). A `pthread_atfork` child handler
-//! records the fork; in such a child every parallel call runs in a fresh pool built for
-//! that call instead of the global one.
+//! records the fork; in such a child every parallel call runs in a pool of its own instead
+//! of the global one. Pools for an explicit `num_threads` are kept per calling thread and
+//! process id, so a child never reuses its parent's.
 //!
 //! Ctrl-C: CPython's `SIGINT` handler only sets a flag that the main thread reads when it
 //! next runs Python code, so a long Rust loop with the GIL released would run to its end.
@@ -141,6 +142,44 @@ pub fn _in_forked_child() -> bool {
     FORKED_AFTER_POOL.load(Ordering::SeqCst)
 }
 
+thread_local! {
+    /// Pools built for an explicit `num_threads` on this calling thread, with the process id
+    /// that built them. Building a pool spawns its threads (about half a millisecond), so
+    /// they are kept; per calling thread, so Python threads that each ask for one thread
+    /// still run side by side.
+    static POOLS: std::cell::RefCell<Vec<(u32, usize, std::sync::Arc<rayon::ThreadPool>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A pool of `threads` threads for this calling thread, reused across calls. Pools built
+/// before a `fork()` are never reused in the child (their threads do not exist there): they
+/// are forgotten, not dropped.
+fn pool_for(threads: usize) -> Result<std::sync::Arc<rayon::ThreadPool>, String> {
+    let pid = std::process::id();
+    POOLS.with(|cell| {
+        let mut pools = cell.borrow_mut();
+        if pools.iter().any(|(p, _, _)| *p != pid) {
+            for stale in std::mem::take(&mut *pools) {
+                std::mem::forget(stale);
+            }
+        }
+        if let Some((_, _, pool)) = pools.iter().find(|(_, t, _)| *t == threads) {
+            return Ok(pool.clone());
+        }
+        let pool = std::sync::Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .map_err(|e| e.to_string())?,
+        );
+        if pools.len() >= 4 {
+            pools.remove(0);
+        }
+        pools.push((pid, threads, pool.clone()));
+        Ok(pool)
+    })
+}
+
 /// Runs `f` with the GIL released, on a rayon pool of `num_threads` threads (`None`: the
 /// global pool, sized by `RAYON_NUM_THREADS` or the core count), mapping core errors and
 /// panics to Python exceptions. Ctrl-C during `f` raises `KeyboardInterrupt` once `f`'s
@@ -165,10 +204,7 @@ where
                 return Ok(f());
             }
             let threads = num_threads.unwrap_or_else(rayon::current_num_threads);
-            match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-                Ok(pool) => Ok(pool.install(f)),
-                Err(e) => Err(e.to_string()),
-            }
+            pool_for(threads).map(|pool| pool.install(f))
         }))
     });
     drop(guard);

@@ -8,7 +8,8 @@ use numpy::{
 };
 use pyo3::prelude::*;
 
-use ordcore_core::sfc::{hilbert, morton, scan, serialize};
+use ordcore_core::sfc::fast::{self, Coords, Curve};
+use ordcore_core::sfc::{hilbert, morton, scan, serialize, Coord};
 
 use crate::errors::invalid;
 use crate::runtime;
@@ -146,20 +147,24 @@ type Serialized<'py> = (
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<i64>>,
     Bound<'py, PyArray1<i64>>,
+    u32,
 );
 
 #[pyfunction]
-#[pyo3(signature = (points, batch, grid_size, depth, order, num_threads=None))]
+#[pyo3(signature = (points, batch, grid_size, depth, order, origin, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
 fn sfc_serialize<'py>(
     py: Python<'py>,
-    points: PyReadonlyArray2<'py, f64>,
+    points: PyReadonlyArray2<'py, f32>,
     batch: Option<PyReadonlyArray1<'py, u64>>,
     grid_size: f64,
-    depth: i64,
+    depth: Option<i64>,
     order: &str,
+    origin: &str,
     num_threads: Option<usize>,
 ) -> PyResult<Serialized<'py>> {
     let order = serialize::SerOrder::parse(order).map_err(crate::errors::to_pyerr)?;
+    let origin = serialize::Origin::parse(origin).map_err(crate::errors::to_pyerr)?;
     if points.shape()[1] != 3 {
         return Err(invalid(
             "points",
@@ -177,16 +182,183 @@ fn sfc_serialize<'py>(
         None => None,
     };
     let s = runtime::run(py, num_threads, move || {
-        serialize::serialize(pts, b, grid_size, depth, order)
+        serialize::serialize(pts, b, grid_size, depth, order, origin)
     })?;
     Ok((
         s.code.into_pyarray(py),
         s.order.into_pyarray(py),
         s.inverse.into_pyarray(py),
+        s.depth,
     ))
 }
 
+/// The name of the sfc compute kernel in use (`ORDCORE_SFC_KERNEL` caps it).
+#[pyfunction]
+fn sfc_kernel() -> &'static str {
+    fast::kernel().name()
+}
+
+fn curve_of(curve: &str, msb: bool) -> PyResult<Curve> {
+    match curve {
+        "hilbert" => Ok(Curve::Hilbert),
+        "morton" => Ok(Curve::Morton { msb }),
+        other => Err(invalid(
+            "curve",
+            format!("must be \"hilbert\" or \"morton\", got {other:?}"),
+        )),
+    }
+}
+
+/// Runs `$call` (a `fast::encode`/`decode` call generic over the output type `$o`) for the
+/// output width `$bits`, returning the array as `PyAny`.
+macro_rules! with_out_bits {
+    ($py:expr, $threads:expr, $bits:expr, |$o:ident| $call:expr, |$v:ident| $wrap:expr) => {{
+        macro_rules! go {
+            ($t:ty) => {{
+                type $o = $t;
+                let $v = runtime::run($py, $threads, move || $call)?;
+                $wrap
+            }};
+        }
+        match $bits {
+            8 => go!(u8),
+            16 => go!(u16),
+            32 => go!(u32),
+            64 => go!(u64),
+            other => Err(invalid(
+                "dtype",
+                format!("must be uint8, uint16, uint32 or uint64, got {other} bits"),
+            )),
+        }
+    }};
+}
+
+fn encode_typed<'py, T: Coord + numpy::Element>(
+    py: Python<'py>,
+    c: Coords<'_, T>,
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+    out_bits: u32,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    with_out_bits!(
+        py,
+        threads,
+        out_bits,
+        |O| fast::encode::<T, O>(c, d, nbits, curve),
+        |v| Ok(v.into_pyarray(py).into_any())
+    )
+}
+
+/// 2-D / 3-D codes of an `(N, D)` integer array or a list of `D` 1-D arrays (one dtype,
+/// C-contiguous), as unsigned integers of `out_bits` bits.
+#[pyfunction]
+#[pyo3(signature = (coords, nbits, curve, msb, out_bits, num_threads=None))]
+fn sfc_encode<'py>(
+    py: Python<'py>,
+    coords: &Bound<'py, PyAny>,
+    nbits: i64,
+    curve: &str,
+    msb: bool,
+    out_bits: u32,
+    num_threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let curve = curve_of(curve, msb)?;
+    let is_list = coords.is_instance_of::<pyo3::types::PyList>();
+    macro_rules! try_types {
+        ($($t:ty),*) => {{
+            $(
+                if is_list {
+                    if let Ok(cols) = coords.extract::<Vec<PyReadonlyArray1<'_, $t>>>() {
+                        let slices = cols
+                            .iter()
+                            .map(|c| c.as_slice())
+                            .collect::<Result<Vec<&[$t]>, _>>()
+                            .map_err(|_| invalid("coords", "must be C-contiguous"))?;
+                        let d = slices.len();
+                        return encode_typed(
+                            py, Coords::Columns(&slices), d, nbits, curve, out_bits, num_threads,
+                        );
+                    }
+                } else if let Ok(a) = coords.extract::<PyReadonlyArray2<'_, $t>>() {
+                    let d = a.shape()[1];
+                    let s: &[$t] = a
+                        .as_slice()
+                        .map_err(|_| invalid("coords", "must be C-contiguous"))?;
+                    return encode_typed(py, Coords::Rows(s), d, nbits, curve, out_bits, num_threads);
+                }
+            )*
+            Err(invalid(
+                "coords",
+                "must be an (N, D) integer array or a list of D 1-D integer arrays of one dtype",
+            ))
+        }};
+    }
+    try_types!(u8, u16, u32, u64, i8, i16, i32, i64)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decode_typed<'py, T: Coord + numpy::Element>(
+    py: Python<'py>,
+    s: &[T],
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+    out_bits: u32,
+    columns: bool,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let n = s.len();
+    let arg = if curve == Curve::Hilbert {
+        "index"
+    } else {
+        "code"
+    };
+    let shape = if columns { (d, n) } else { (n, d) };
+    with_out_bits!(
+        py,
+        threads,
+        out_bits,
+        |O| fast::decode::<T, O>(s, d, nbits, curve, columns, arg),
+        |v| Ok(Array2::from_shape_vec(shape, v)
+            .map_err(|e| invalid("ndim", e))?
+            .into_pyarray(py)
+            .into_any())
+    )
+}
+
+/// Coordinates of 2-D / 3-D codes as unsigned integers of `out_bits` bits: an `(N, D)` array,
+/// or `(D, N)` when `columns`.
+#[pyfunction]
+#[pyo3(signature = (codes, nbits, ndim, curve, msb, out_bits, columns, num_threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn sfc_decode<'py>(
+    py: Python<'py>,
+    codes: &Bound<'py, PyAny>,
+    nbits: i64,
+    ndim: usize,
+    curve: &str,
+    msb: bool,
+    out_bits: u32,
+    columns: bool,
+    num_threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let curve = curve_of(curve, msb)?;
+    let arg = if curve == Curve::Hilbert {
+        "index"
+    } else {
+        "code"
+    };
+    with_int_slice!(codes, PyReadonlyArray1, arg, |s, _n, _c| {
+        decode_typed(py, s, ndim, nbits, curve, out_bits, columns, num_threads)
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sfc_encode, m)?)?;
+    m.add_function(wrap_pyfunction!(sfc_decode, m)?)?;
+    m.add_function(wrap_pyfunction!(sfc_kernel, m)?)?;
     m.add_function(wrap_pyfunction!(sfc_hilbert_encode, m)?)?;
     m.add_function(wrap_pyfunction!(sfc_hilbert_decode, m)?)?;
     m.add_function(wrap_pyfunction!(sfc_morton_encode, m)?)?;

@@ -25,6 +25,17 @@ pub trait Real:
     fn from_f64(v: f64) -> Self;
     /// The mixing matrix of `base`: forward (`x @ H`) or inverse (`y @ H^T`).
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self];
+    /// The whole power-of-two transform of [`pow2`] by a type-specific SIMD kernel when
+    /// one applies (returns false otherwise, leaving `x` untouched).
+    #[inline(always)]
+    fn pow2_simd(
+        _src: Option<&[Self]>,
+        _x: &mut [Self],
+        _signs: Option<&[Self]>,
+        _s: Self,
+    ) -> bool {
+        false
+    }
 }
 
 impl Real for f32 {
@@ -39,6 +50,17 @@ impl Real for f32 {
         } else {
             &base.fwd_f32
         }
+    }
+    #[inline(always)]
+    fn pow2_simd(src: Option<&[f32]>, x: &mut [f32], signs: Option<&[f32]>, s: f32) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if x.len() >= avx512::BLOCK && level() == Level::Avx512 {
+            // SAFETY: level() is Avx512 only when the CPU has AVX-512F (checked there).
+            unsafe { avx512::pow2(src, x, signs, s) };
+            return true;
+        }
+        let _ = (src, signs, s);
+        false
     }
 }
 
@@ -55,6 +77,54 @@ impl Real for f64 {
             &base.fwd_f64
         }
     }
+}
+
+/// The SIMD paths, ordered from the most portable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// Plain Rust (SSE2 on x86-64).
+    Portable,
+    /// AVX2 + FMA.
+    Avx2,
+    /// AVX-512 (with the register-blocked 256-element float32 kernel).
+    Avx512,
+}
+
+impl Level {
+    /// The name `ORDCORE_HADAMARD_KERNEL` uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+}
+
+/// The SIMD path in use: the best the CPU runs, capped by the environment variable
+/// `ORDCORE_HADAMARD_KERNEL` (`portable`, `avx2`, `avx512`; read once).
+pub fn level() -> Level {
+    static L: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
+    *L.get_or_init(|| {
+        #[allow(unused_mut)]
+        let mut best = Level::Portable;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                best = Level::Avx2;
+            }
+            if has!("avx512f") && has!("avx512vl") && has!("avx2") && has!("fma") {
+                best = Level::Avx512;
+            }
+        }
+        let cap = match std::env::var("ORDCORE_HADAMARD_KERNEL").as_deref() {
+            Ok("portable") => Level::Portable,
+            Ok("avx2") => Level::Avx2,
+            _ => Level::Avx512,
+        };
+        best.min(cap)
+    })
 }
 
 /// Above this length the power-of-two transform first finishes every stage inside
@@ -183,6 +253,9 @@ fn stages_from<T: Real>(x: &mut [T], mut h: usize) {
 /// given, have `x.len()` elements.
 #[inline(always)]
 fn pow2_generic<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T) {
+    if T::pow2_simd(src, x, signs, s) {
+        return;
+    }
     let n = x.len();
     if n < 8 {
         if let Some(src) = src {
@@ -275,17 +348,12 @@ macro_rules! dispatched {
                 fn avx2<T: Real>($($arg: $ty),*) {
                     $generic($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                {
-                    // SAFETY: the CPU supports the enabled features (checked just above).
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("fma")
-                {
+                match level() {
+                    // SAFETY: level() picks a path only when the CPU supports its features.
+                    Level::Avx512 => return unsafe { avx512($($arg),*) },
                     // SAFETY: as above.
-                    return unsafe { avx2($($arg),*) };
+                    Level::Avx2 => return unsafe { avx2($($arg),*) },
+                    Level::Portable => {}
                 }
             }
             $generic($($arg),*)
@@ -296,6 +364,18 @@ macro_rules! dispatched {
 dispatched!(
     /// Sylvester-order FWHT of `(src or x) * signs * s` into `x` (length a power of two).
     pow2, pow2_generic, (src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T));
+/// [`pow2_generic`] on every length-`n` row of `x` (reading the rows of `src` when given):
+/// one dispatch per batch of rows instead of one per row.
+#[inline(always)]
+fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], n: usize, s: T) {
+    for (i, row) in x.chunks_exact_mut(n).enumerate() {
+        pow2_generic(src.map(|v| &v[i * n..(i + 1) * n]), row, None, s);
+    }
+}
+
+dispatched!(
+    /// The power-of-two transform of every length-`n` row of `x` (see [`pow2_rows_generic`]).
+    pow2_rows, pow2_rows_generic, (src: Option<&[T]>, x: &mut [T], n: usize, s: T));
 dispatched!(
     /// The `H_K` mixing step (see [`kmix_generic`]).
     kmix, kmix_generic, (x: &[T], out: &mut [T], mix: &[T], k: usize, p: usize));
@@ -305,3 +385,93 @@ dispatched!(
 dispatched!(
     /// `x[i] *= s`.
     scale, scale_generic, (x: &mut [T], s: T));
+
+/// The float32 AVX-512 power-of-two transform: every 256-element block runs its first 8
+/// stages in 16 registers (4 inside each vector by permutes and masked subtractions, 4
+/// between vectors) while it is loaded, scaled, sign-flipped and (out of place) copied;
+/// the larger strides then run as in [`stages_from`], cache-blocked.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// Elements per register block.
+    pub(super) const BLOCK: usize = 256;
+
+    /// Stages h = 1, 2, 4, 8 inside one vector: lane `l` becomes `v[l] + v[l ^ h]` when
+    /// bit `h` of `l` is clear, else `v[l ^ h] - v[l]`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn intra(v: __m512) -> __m512 {
+        let p = _mm512_permute_ps::<0b10_11_00_01>(v);
+        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xAAAA, p, v);
+        let p = _mm512_permute_ps::<0b01_00_11_10>(v);
+        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xCCCC, p, v);
+        let p = _mm512_shuffle_f32x4::<0b10_11_00_01>(v, v);
+        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xF0F0, p, v);
+        let p = _mm512_shuffle_f32x4::<0b01_00_11_10>(v, v);
+        _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xFF00, p, v)
+    }
+
+    /// Stages h = 1..=128 of one 256-element block read from `inp` (scaled by `s`, times
+    /// `signs` when given), written to `out`.
+    ///
+    /// # Safety
+    /// `inp`, `out` (and `signs`) point to 256 valid `f32`; `inp` may equal `out`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn block(inp: *const f32, out: *mut f32, signs: Option<*const f32>, s: __m512) {
+        let mut v = [_mm512_setzero_ps(); 16];
+        for (j, r) in v.iter_mut().enumerate() {
+            // SAFETY: j * 16 + 16 <= 256 elements of each pointer.
+            let a = unsafe { _mm512_loadu_ps(inp.add(16 * j)) };
+            let a = match signs {
+                // SAFETY: as above.
+                Some(g) => _mm512_mul_ps(a, unsafe { _mm512_loadu_ps(g.add(16 * j)) }),
+                None => a,
+            };
+            *r = intra(_mm512_mul_ps(a, s));
+        }
+        for h in [1usize, 2, 4, 8] {
+            for j in 0..16 {
+                if j & h == 0 {
+                    let (a, b) = (v[j], v[j + h]);
+                    v[j] = _mm512_add_ps(a, b);
+                    v[j + h] = _mm512_sub_ps(a, b);
+                }
+            }
+        }
+        for (j, r) in v.iter().enumerate() {
+            // SAFETY: as above.
+            unsafe { _mm512_storeu_ps(out.add(16 * j), *r) };
+        }
+    }
+
+    /// The power-of-two transform of `x` (length a power of two, at least [`BLOCK`]) of
+    /// `(src or x) * signs * s`, as [`super::pow2_generic`].
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F. `src` and `signs`, when given, have `x.len()` elements.
+    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+    pub(super) unsafe fn pow2(src: Option<&[f32]>, x: &mut [f32], signs: Option<&[f32]>, s: f32) {
+        let n = x.len();
+        debug_assert!(n >= BLOCK && n.is_power_of_two());
+        assert!(src.is_none_or(|v| v.len() == n) && signs.is_none_or(|v| v.len() == n));
+        let sv = _mm512_set1_ps(s);
+        let cb = n.min(super::CACHE_BLOCK);
+        for (bi, xb) in x.chunks_exact_mut(cb).enumerate() {
+            let base = bi * cb;
+            for k in (0..cb).step_by(BLOCK) {
+                let out = xb[k..].as_mut_ptr();
+                let inp = src.map_or(out as *const f32, |v| v[base + k..].as_ptr());
+                let g = signs.map(|v| v[base + k..].as_ptr());
+                // SAFETY: every pointer has at least BLOCK elements left (the lengths are
+                // equal multiples of BLOCK, asserted above).
+                unsafe { block(inp, out, g, sv) };
+            }
+            super::stages_from(xb, BLOCK);
+        }
+        if n > cb {
+            super::stages_from(x, cb);
+        }
+    }
+}

@@ -33,7 +33,7 @@ use rayon::prelude::*;
 
 use crate::rng::{counter_sign_negative, counter_u64};
 use crate::{ensure, Error, Result, PARALLEL_THRESHOLD};
-pub use kernel::Real;
+pub use kernel::{level, Level, Real};
 pub use matrices::BASE_ORDERS;
 
 /// The `K` values a supported size may have, as documented (40 included).
@@ -179,26 +179,70 @@ fn rows_per_task(n: usize) -> usize {
     (PARALLEL_THRESHOLD / 2 / n.max(1)).max(1)
 }
 
-/// Calls `f(row, scratch)` on every length-`n` row, in parallel for large inputs.
-fn for_each_row<T: Real, F>(rows: &mut [T], n: usize, scratch_len: usize, f: F)
+/// Calls `f(chunk)` on consecutive batches of whole length-`n` rows (about
+/// `PARALLEL_THRESHOLD / 2` elements each), in parallel for large inputs, checking for an
+/// interrupt before each batch.
+fn for_each_chunk<T: Real, F>(rows: &mut [T], n: usize, f: F) -> Result<()>
+where
+    F: Fn(&mut [T]) + Sync + Send,
+{
+    let run = |chunk: &mut [T]| -> Result<()> {
+        crate::interrupt::check()?;
+        f(chunk);
+        Ok(())
+    };
+    let step = n * rows_per_task(n);
+    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n {
+        rows.par_chunks_mut(step).try_for_each(run)
+    } else {
+        rows.chunks_mut(step).try_for_each(run)
+    }
+}
+
+/// Calls `f(row, scratch)` on every length-`n` row (see [`for_each_chunk`]).
+fn for_each_row<T: Real, F>(rows: &mut [T], n: usize, scratch_len: usize, f: F) -> Result<()>
 where
     F: Fn(&mut [T], &mut [T]) + Sync + Send,
 {
-    let run = |chunk: &mut [T]| {
+    for_each_chunk(rows, n, |chunk| {
         let mut scratch = vec![T::ZERO; scratch_len];
         for row in chunk.chunks_exact_mut(n) {
             f(row, &mut scratch);
         }
+    })
+}
+
+/// Calls `f(src_chunk, dst_chunk)` on matching batches of whole rows (`src` rows of length
+/// `n_src`, `dst` rows of length `n_dst`), in parallel for large inputs, checking for an
+/// interrupt before each batch.
+fn for_each_chunk_pair<T: Real, F>(
+    src: &[T],
+    n_src: usize,
+    dst: &mut [T],
+    n_dst: usize,
+    f: F,
+) -> Result<()>
+where
+    F: Fn(&[T], &mut [T]) + Sync + Send,
+{
+    let run = |(s, d): (&[T], &mut [T])| -> Result<()> {
+        crate::interrupt::check()?;
+        f(s, d);
+        Ok(())
     };
-    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n {
-        rows.par_chunks_mut(n * rows_per_task(n)).for_each(run);
+    let rpt = rows_per_task(n_src);
+    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src {
+        src.par_chunks(n_src * rpt)
+            .zip(dst.par_chunks_mut(n_dst * rpt))
+            .try_for_each(run)
     } else {
-        run(rows);
+        src.chunks(n_src * rpt)
+            .zip(dst.chunks_mut(n_dst * rpt))
+            .try_for_each(run)
     }
 }
 
-/// Calls `f(src_row, dst_row, scratch)` on every pair of rows (`src` rows of length
-/// `n_src`, `dst` rows of length `n_dst`), in parallel for large inputs.
+/// Calls `f(src_row, dst_row, scratch)` on every pair of rows (see [`for_each_chunk_pair`]).
 fn for_each_row_pair<T: Real, F>(
     src: &[T],
     n_src: usize,
@@ -206,23 +250,16 @@ fn for_each_row_pair<T: Real, F>(
     n_dst: usize,
     scratch_len: usize,
     f: F,
-) where
+) -> Result<()>
+where
     F: Fn(&[T], &mut [T], &mut [T]) + Sync + Send,
 {
-    let run = |(s, d): (&[T], &mut [T])| {
+    for_each_chunk_pair(src, n_src, dst, n_dst, |s, d| {
         let mut scratch = vec![T::ZERO; scratch_len];
         for (sr, dr) in s.chunks_exact(n_src).zip(d.chunks_exact_mut(n_dst)) {
             f(sr, dr, &mut scratch);
         }
-    };
-    let rpt = rows_per_task(n_src);
-    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src {
-        src.par_chunks(n_src * rpt)
-            .zip(dst.par_chunks_mut(n_dst * rpt))
-            .for_each(run);
-    } else {
-        run((src, dst));
-    }
+    })
 }
 
 fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
@@ -266,10 +303,14 @@ pub fn fwht_inplace<T: Real>(
     let plan = Plan::new("n", n)?;
     check_rows("rows", rows.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
+    crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.k == 1 {
+        // Powers of two: whole batches of rows per kernel call.
+        return for_each_chunk(rows, n, |chunk| kernel::pow2_rows(None, chunk, n, scale));
+    }
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
         plan.apply(None, row, None, scale, scratch, inverse);
-    });
-    Ok(())
+    })
 }
 
 /// [`fwht_inplace`] reading from `src` and writing to `dst` (same length), row by row so
@@ -284,10 +325,17 @@ pub fn fwht_into<T: Real>(
     let plan = Plan::new("n", n)?;
     check_rows_into(src.len(), dst.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
+    crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.k == 1 {
+        // Powers of two: whole batches of rows per kernel call, the copy fused into the
+        // first pass of each row.
+        return for_each_chunk_pair(src, n, dst, n, |s, d| {
+            kernel::pow2_rows(Some(s), d, n, scale)
+        });
+    }
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
         plan.apply(Some(s), row, None, scale, scratch, inverse);
-    });
-    Ok(())
+    })
 }
 
 /// The dense unnormalized `H_n` (row-major, entries `+1`/`-1`) that [`fwht_inplace`]
@@ -361,6 +409,8 @@ impl RandomizedHadamard {
             },
             group,
         )?;
+        // The signs (f64 and f32 copies) plus one row of scratch when rotating.
+        crate::memory::ensure_fits("n", blocks as u128 * n as u128 * 12 + group as u128 * 8)?;
         let signs_f64: Vec<f64> = (0..blocks as u64)
             .flat_map(|b| {
                 (0..n as u64).map(move |i| {
@@ -467,8 +517,7 @@ impl RandomizedHadamard {
             } else {
                 self.forward_row(None, row, scratch, signs, scale)
             }
-        });
-        Ok(())
+        })
     }
 
     fn run_into<T: Real>(
@@ -493,8 +542,7 @@ impl RandomizedHadamard {
                     self.forward_row(Some(s), row, scratch, signs, scale)
                 }
             },
-        );
-        Ok(())
+        )
     }
 
     /// Rotates every length-`n` row of `rows` in place.
@@ -590,8 +638,7 @@ pub fn srht<T: Real>(src: &[T], n: usize, m: usize, seed: u64, dst: &mut [T]) ->
         for (o, &i) in d.iter_mut().zip(&idx) {
             *o = row[i] * scale;
         }
-    });
-    Ok(())
+    })
 }
 
 #[cfg(test)]

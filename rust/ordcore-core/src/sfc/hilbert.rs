@@ -17,7 +17,8 @@
 //! in 2-D and 48 in 3-D), reading `D` coordinate bits and emitting `D` index bits per level.
 //! [`Table`] enumerates the reachable states by running exactly that per-level logic and
 //! tabulates `L` levels per lookup (`L = 4` in 2-D: 4 KiB of `u16`; `L = 3` in 3-D: 48 KiB),
-//! for encoding and decoding, so 2-D nbits 16 takes 4 dependent lookups per point.
+//! for encoding and decoding; the 3-D batch kernels of [`super::fast`] use them (2-D
+//! there runs a table-free prefix-scan form of the same machine).
 //! Other `D` run the branch-free generic loop ([`encode_point`], [`decode_point`]); tests
 //! check the two paths agree and that both match `hilbertcurve`.
 
@@ -25,7 +26,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::morton::{gather, Spreader};
-use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
+use super::{check_width, decode_rows, encode_rows, fast, Coord};
 use crate::Result;
 
 /// Skilling's `AxesToTranspose` followed by the bit interleave, for one point.
@@ -199,7 +200,7 @@ pub struct Table {
     dec: Vec<Vec<u16>>,
 }
 
-const STATE_BITS: u32 = 7;
+pub(crate) const STATE_BITS: u32 = 7;
 const STATE_MASK: u16 = (1 << STATE_BITS) - 1;
 
 impl Table {
@@ -269,6 +270,12 @@ impl Table {
         }
     }
 
+    /// The encoding and decoding tables for `k` levels per lookup (`1 <= k <= L`); entries
+    /// are `(payload << STATE_BITS) | next_state`, indexed by `(state << (D k)) | input`.
+    pub(crate) fn level_tables(&self, k: u32) -> (&[u16], &[u16]) {
+        (&self.enc[k as usize - 1], &self.dec[k as usize - 1])
+    }
+
     /// The shared table for `D = 2` (4 levels per lookup) or `D = 3` (3 levels).
     pub fn get(d: usize) -> &'static Table {
         static T2: OnceLock<Table> = OnceLock::new();
@@ -310,66 +317,6 @@ impl Table {
         h
     }
 
-    /// 2-D specialization of [`Table::encode`].
-    #[inline(always)]
-    fn encode2(&self, x0: u64, x1: u64, nbits: u32) -> u64 {
-        const K: u32 = 4;
-        let tab = &self.enc[K as usize - 1];
-        let mut shift = nbits;
-        let mut state = 0usize;
-        let mut h = 0u64;
-        let r = nbits % K;
-        if r != 0 {
-            shift -= r;
-            let m = (1u64 << r) - 1;
-            let idx =
-                (state << (2 * r)) | ((((x0 >> shift) & m) << r) | ((x1 >> shift) & m)) as usize;
-            let e = self.enc[r as usize - 1][idx];
-            h = (e >> STATE_BITS) as u64;
-            state = (e & STATE_MASK) as usize;
-        }
-        while shift > 0 {
-            shift -= K;
-            let idx = (state << 8) | ((((x0 >> shift) & 15) << 4) | ((x1 >> shift) & 15)) as usize;
-            let e = tab[idx];
-            h = (h << 8) | (e >> STATE_BITS) as u64;
-            state = (e & STATE_MASK) as usize;
-        }
-        h
-    }
-
-    /// 3-D specialization of [`Table::encode`] (`L = 3` levels per lookup).
-    #[inline(always)]
-    fn encode3(&self, x0: u64, x1: u64, x2: u64, nbits: u32) -> u64 {
-        const K: u32 = 3;
-        let tab = &self.enc[K as usize - 1];
-        let mut shift = nbits;
-        let mut state = 0usize;
-        let mut h = 0u64;
-        let r = nbits % K;
-        if r != 0 {
-            shift -= r;
-            let m = (1u64 << r) - 1;
-            let idx = (state << (3 * r))
-                | ((((x0 >> shift) & m) << (2 * r))
-                    | (((x1 >> shift) & m) << r)
-                    | ((x2 >> shift) & m)) as usize;
-            let e = self.enc[r as usize - 1][idx];
-            h = (e >> STATE_BITS) as u64;
-            state = (e & STATE_MASK) as usize;
-        }
-        while shift > 0 {
-            shift -= K;
-            let idx = (state << 9)
-                | ((((x0 >> shift) & 7) << 6) | (((x1 >> shift) & 7) << 3) | ((x2 >> shift) & 7))
-                    as usize;
-            let e = tab[idx];
-            h = (h << 9) | (e >> STATE_BITS) as u64;
-            state = (e & STATE_MASK) as usize;
-        }
-        h
-    }
-
     /// Coordinates of one index, by table lookups.
     #[inline(always)]
     pub fn decode(&self, h: u64, out: &mut [u64], nbits: u32) {
@@ -407,21 +354,14 @@ impl Table {
 /// `ndim * nbits > 64`, `nbits < 1`, or a value is outside `[0, 2^nbits)` (naming the first
 /// offending row).
 pub fn encode<T: Coord>(coords: &[T], ndim: usize, nbits: i64) -> Result<Vec<u64>> {
-    let nbits = check_width(ndim, nbits)?;
     match ndim {
-        2 => {
-            let t = Table::get(2);
-            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |[x, y]: [u64; 2]| t.encode2(x, y, nbits))
-            })
-        }
-        3 => {
-            let t = Table::get(3);
-            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |[x, y, z]: [u64; 3]| t.encode3(x, y, z, nbits))
-            })
-        }
-        _ => encode_generic(coords, ndim, nbits),
+        2 | 3 => fast::encode::<T, u64>(
+            fast::Coords::Rows(coords),
+            ndim,
+            nbits,
+            fast::Curve::Hilbert,
+        ),
+        _ => encode_generic(coords, ndim, check_width(ndim, nbits)?),
     }
 }
 
@@ -444,16 +384,9 @@ pub fn encode_generic<T: Coord>(coords: &[T], ndim: usize, nbits: u32) -> Result
 /// Inverse of [`encode`]: a row-major `(n, ndim)` array. Fails when an index is
 /// `>= 2^(ndim * nbits)` (naming the first offending row).
 pub fn decode<T: Coord>(index: &[T], nbits: i64, ndim: usize) -> Result<Vec<u64>> {
-    let nbits = check_width(ndim, nbits)?;
-    let total = nbits * ndim as u32;
     match ndim {
-        2 | 3 => {
-            let t = Table::get(ndim);
-            decode_rows(index, ndim, total, "index", move |h, o| {
-                t.decode(h, o, nbits)
-            })
-        }
-        _ => decode_generic(index, nbits, ndim),
+        2 | 3 => fast::decode::<T, u64>(index, ndim, nbits, fast::Curve::Hilbert, false, "index"),
+        _ => decode_generic(index, check_width(ndim, nbits)?, ndim),
     }
 }
 

@@ -4,6 +4,8 @@
 //!   the `hilbertcurve` package (Skilling, "Programming the Hilbert curve", AIP Conf. Proc.
 //!   707, 2004), with table-driven state machines for 2-D and 3-D.
 //! * [`morton`]: Morton (Z-order) codes by bit interleaving.
+//! * [`fast`]: the 2-D and 3-D batch kernels behind both (rows or separate coordinate
+//!   arrays, narrow output types, AVX-512 / AVX2 / portable copies).
 //! * [`scan`]: permutations that visit an `height x width` grid (raster, snake, generalized
 //!   Hilbert, ...).
 //! * [`serialize`]: Point Transformer V3 style serialization of batched point clouds.
@@ -12,12 +14,11 @@
 //! OR-reduction per chunk, then a search for the first bad row only on failure) and runs on
 //! rayon when the batch has at least [`crate::PARALLEL_THRESHOLD`] items.
 
+pub mod fast;
 pub mod hilbert;
 pub mod morton;
 pub mod scan;
 pub mod serialize;
-
-use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
@@ -89,6 +90,11 @@ pub fn check_width(ndim: usize, nbits: i64) -> Result<u32> {
     Ok(nbits as u32)
 }
 
+/// The first bad row over the chunks' findings (`None`: all rows valid).
+fn first_bad(found: Vec<Option<usize>>) -> Option<usize> {
+    found.into_iter().flatten().min()
+}
+
 /// Runs `kernel` over the rows of a row-major `(n, ndim)` array, writing one `u64` per row,
 /// and fails with an error naming the first row whose values do not fit in `nbits` bits.
 ///
@@ -106,9 +112,11 @@ where
 {
     let n = coords.len() / ndim;
     debug_assert_eq!(n * ndim, coords.len());
+    crate::memory::ensure_array::<u64>("coords", n as u128)?;
     let mut out = vec![0u64; n];
     let limit = low_mask(nbits);
-    let work = |(ci, (o, c)): (usize, (&mut [u64], &[T]))| -> Option<usize> {
+    let work = |(ci, (o, c)): (usize, (&mut [u64], &[T]))| -> Result<Option<usize>> {
+        crate::interrupt::check()?;
         let mut acc = 0u64;
         for (slot, row) in o.iter_mut().zip(c.chunks_exact(ndim)) {
             for &v in row {
@@ -117,24 +125,25 @@ where
             *slot = kernel(row);
         }
         if acc & !limit == 0 {
-            return None;
+            return Ok(None);
         }
-        c.chunks_exact(ndim)
+        Ok(c.chunks_exact(ndim)
             .position(|row| row.iter().any(|v| v.to_u64() & !limit != 0))
-            .map(|r| ci * CHUNK + r)
+            .map(|r| ci * CHUNK + r))
     };
-    let bad = if n >= crate::PARALLEL_THRESHOLD {
+    let bad = first_bad(if n >= crate::PARALLEL_THRESHOLD {
         out.par_chunks_mut(CHUNK)
             .zip(coords.par_chunks(CHUNK * ndim))
             .enumerate()
-            .filter_map(work)
-            .min()
+            .map(work)
+            .collect::<Result<Vec<_>>>()?
     } else {
         out.chunks_mut(CHUNK)
             .zip(coords.chunks(CHUNK * ndim))
             .enumerate()
-            .find_map(work)
-    };
+            .map(work)
+            .collect::<Result<Vec<_>>>()?
+    });
     match bad {
         None => Ok(out),
         Some(row) => {
@@ -160,70 +169,6 @@ where
     }
 }
 
-/// One chunk of a fixed-dimension encoding loop: writes `kernel(row)` for every row and
-/// returns the OR of all values (for the range check). `#[inline(always)]` so that it is
-/// compiled inside whatever `#[target_feature]` function calls it.
-#[inline(always)]
-pub(crate) fn chunk_loop<T, const D: usize, K>(
-    out: &mut [MaybeUninit<u64>],
-    coords: &[T],
-    kernel: K,
-) -> u64
-where
-    T: Coord,
-    K: Fn([u64; D]) -> u64,
-{
-    let mut acc = 0u64;
-    for (slot, row) in out.iter_mut().zip(coords.chunks_exact(D)) {
-        let x: [u64; D] = std::array::from_fn(|i| row[i].to_u64());
-        for v in x {
-            acc |= v;
-        }
-        slot.write(kernel(x));
-    }
-    acc
-}
-
-/// [`encode_rows`] for a dimension known at compile time. `chunk` encodes one chunk of
-/// rows (usually [`chunk_loop`] with a kernel) and returns the OR of its values; the rows
-/// are validated from that OR, and the first bad row is located only on failure.
-pub(crate) fn encode_rows_const<T, const D: usize, C>(
-    coords: &[T],
-    nbits: u32,
-    chunk: C,
-) -> Result<Vec<u64>>
-where
-    T: Coord,
-    C: Fn(&mut [MaybeUninit<u64>], &[T]) -> u64 + Sync,
-{
-    let n = coords.len() / D;
-    let limit = low_mask(nbits);
-    let mut out: Vec<u64> = Vec::with_capacity(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    let work = |(o, c): (&mut [MaybeUninit<u64>], &[T])| chunk(o, c) & !limit != 0;
-    let bad = if n >= crate::PARALLEL_THRESHOLD {
-        spare
-            .par_chunks_mut(CHUNK)
-            .zip(coords.par_chunks(CHUNK * D))
-            .map(work)
-            .reduce(|| false, |a, b| a | b)
-    } else {
-        spare
-            .chunks_mut(CHUNK)
-            .zip(coords.chunks(CHUNK * D))
-            .map(work)
-            .fold(false, |a, b| a | b)
-    };
-    // SAFETY: `chunk` wrote every one of the n slots (chunk_loop writes one per row).
-    unsafe { out.set_len(n) };
-    if bad {
-        // Only on failure: the generic driver locates and reports the first bad row.
-        encode_rows(coords, D, nbits, |_| 0).map(|_| out)
-    } else {
-        Ok(out)
-    }
-}
-
 /// Runs `kernel` over a batch of codes, writing `ndim` values per code, and fails with an
 /// error naming the first code that does not fit in `total_bits` bits.
 pub(crate) fn decode_rows<T, K>(
@@ -238,9 +183,11 @@ where
     K: Fn(u64, &mut [u64]) + Sync,
 {
     let n = codes.len();
+    crate::memory::ensure_array::<u64>(arg, n as u128 * ndim as u128)?;
     let mut out = vec![0u64; n * ndim];
     let limit = low_mask(total_bits);
-    let work = |(ci, (o, c)): (usize, (&mut [u64], &[T]))| -> Option<usize> {
+    let work = |(ci, (o, c)): (usize, (&mut [u64], &[T]))| -> Result<Option<usize>> {
+        crate::interrupt::check()?;
         let mut acc = 0u64;
         for (row, &h) in o.chunks_exact_mut(ndim).zip(c) {
             let h = h.to_u64();
@@ -248,24 +195,25 @@ where
             kernel(h, row);
         }
         if acc & !limit == 0 {
-            return None;
+            return Ok(None);
         }
-        c.iter()
+        Ok(c.iter()
             .position(|v| v.to_u64() & !limit != 0)
-            .map(|r| ci * CHUNK + r)
+            .map(|r| ci * CHUNK + r))
     };
-    let bad = if n >= crate::PARALLEL_THRESHOLD {
+    let bad = first_bad(if n >= crate::PARALLEL_THRESHOLD {
         out.par_chunks_mut(CHUNK * ndim)
             .zip(codes.par_chunks(CHUNK))
             .enumerate()
-            .filter_map(work)
-            .min()
+            .map(work)
+            .collect::<Result<Vec<_>>>()?
     } else {
         out.chunks_mut(CHUNK * ndim)
             .zip(codes.chunks(CHUNK))
             .enumerate()
-            .find_map(work)
-    };
+            .map(work)
+            .collect::<Result<Vec<_>>>()?
+    });
     match bad {
         None => Ok(out),
         Some(row) => Err(Error::invalid(

@@ -3,10 +3,10 @@
 //! Bit `b` of coordinate `i` goes to bit `b * D + i` of the code ([`AxisOrder::Lsb`]:
 //! coordinate 0 is the least significant bit of each `D`-bit group, the convention of
 //! libmorton and pymorton) or to bit `b * D + (D - 1 - i)` ([`AxisOrder::Msb`]: coordinate 0
-//! most significant, as in Point Transformer V3 / O-CNN's `xyz2key`). 2-D and 3-D use
-//! branch-free magic-number spreads; other `D` use a byte table.
+//! most significant, as in Point Transformer V3 / O-CNN's `xyz2key`). 2-D and 3-D run
+//! the vectorized magic-number spreads of [`super::fast`]; other `D` use a byte table.
 
-use super::{check_width, chunk_loop, decode_rows, encode_rows, encode_rows_const, Coord};
+use super::{check_width, decode_rows, encode_rows, fast, Coord};
 use crate::Result;
 
 /// Where coordinate 0 goes inside each `D`-bit group of a Morton code.
@@ -119,72 +119,19 @@ pub fn encode<T: Coord>(
     nbits: i64,
     order: AxisOrder,
 ) -> Result<Vec<u64>> {
-    encode_with(coords, ndim, nbits, order, has_bmi2())
-}
-
-/// Whether the BMI2 `pdep` kernels can run on this CPU.
-fn has_bmi2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("bmi2")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// [`encode`] with the kernel choice explicit (`bmi2` is ignored off x86-64), so tests can
-/// run the portable magic-number kernels on any CPU.
-fn encode_with<T: Coord>(
-    coords: &[T],
-    ndim: usize,
-    nbits: i64,
-    order: AxisOrder,
-    bmi2: bool,
-) -> Result<Vec<u64>> {
-    let nbits = check_width(ndim, nbits)?;
     let msb = order == AxisOrder::Msb;
-    let _ = bmi2;
     match ndim {
-        1 => encode_rows(coords, 1, nbits, |r| r[0].to_u64()),
-        2 => {
-            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            #[cfg(target_arch = "x86_64")]
-            if bmi2 {
-                let (m0, m1) = (
-                    0x5555_5555_5555_5555u64 << s0,
-                    0x5555_5555_5555_5555u64 << s1,
-                );
-                return encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
-                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
-                    unsafe { bmi2::chunk2(o, c, m0, m1) }
-                });
-            }
-            encode_rows_const::<T, 2, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |[x, y]: [u64; 2]| {
-                    (part1by1(x) << s0) | (part1by1(y) << s1)
-                })
-            })
-        }
-        3 => {
-            let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            #[cfg(target_arch = "x86_64")]
-            if bmi2 {
-                let m = 0x1249_2492_4924_9249u64;
-                let ms = [m << s0, m << 1, m << s2];
-                return encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
-                    // SAFETY: callers pass bmi2 = true only when the CPU has BMI2.
-                    unsafe { bmi2::chunk3(o, c, ms) }
-                });
-            }
-            encode_rows_const::<T, 3, _>(coords, nbits, move |o, c| {
-                chunk_loop(o, c, |[x, y, z]: [u64; 3]| {
-                    (part1by2(x) << s0) | (part1by2(y) << 1) | (part1by2(z) << s2)
-                })
-            })
-        }
+        2 | 3 => fast::encode::<T, u64>(
+            fast::Coords::Rows(coords),
+            ndim,
+            nbits,
+            fast::Curve::Morton { msb },
+        ),
         _ => {
+            let nbits = check_width(ndim, nbits)?;
+            if ndim == 1 {
+                return encode_rows(coords, 1, nbits, |r| r[0].to_u64());
+            }
             let sp = Spreader::new(ndim);
             encode_rows(coords, ndim, nbits, move |r| {
                 let mut code = 0u64;
@@ -206,26 +153,21 @@ pub fn decode<T: Coord>(
     ndim: usize,
     order: AxisOrder,
 ) -> Result<Vec<u64>> {
+    let msb = order == AxisOrder::Msb;
+    if ndim == 2 || ndim == 3 {
+        return fast::decode::<T, u64>(
+            codes,
+            ndim,
+            nbits,
+            fast::Curve::Morton { msb },
+            false,
+            "code",
+        );
+    }
     let nbits = check_width(ndim, nbits)?;
     let total = nbits * ndim as u32;
-    let msb = order == AxisOrder::Msb;
     match ndim {
         1 => decode_rows(codes, 1, total, "code", |h, o| o[0] = h),
-        2 => {
-            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            decode_rows(codes, 2, total, "code", move |h, o| {
-                o[0] = compact1by1(h >> s0);
-                o[1] = compact1by1(h >> s1);
-            })
-        }
-        3 => {
-            let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            decode_rows(codes, 3, total, "code", move |h, o| {
-                o[0] = compact1by2(h >> s0);
-                o[1] = compact1by2(h >> 1);
-                o[2] = compact1by2(h >> s2);
-            })
-        }
         _ => decode_rows(codes, ndim, total, "code", move |h, o| {
             for (i, slot) in o.iter_mut().enumerate() {
                 let pos = if msb { ndim - 1 - i } else { i };
@@ -235,45 +177,12 @@ pub fn decode<T: Coord>(
     }
 }
 
-/// BMI2 `pdep` kernels (one instruction per coordinate), used when the CPU has BMI2.
-/// Masks are range-checked by the caller's OR-reduction, so masking away high bits of
-/// invalid values is harmless.
-#[cfg(target_arch = "x86_64")]
-mod bmi2 {
-    use super::{chunk_loop, Coord};
-    use std::arch::x86_64::_pdep_u64;
-    use std::mem::MaybeUninit;
-
-    #[target_feature(enable = "bmi2")]
-    pub(super) unsafe fn chunk2<T: Coord>(
-        out: &mut [MaybeUninit<u64>],
-        coords: &[T],
-        m0: u64,
-        m1: u64,
-    ) -> u64 {
-        chunk_loop(out, coords, |[x, y]: [u64; 2]| {
-            _pdep_u64(x, m0) | _pdep_u64(y, m1)
-        })
-    }
-
-    #[target_feature(enable = "bmi2")]
-    pub(super) unsafe fn chunk3<T: Coord>(
-        out: &mut [MaybeUninit<u64>],
-        coords: &[T],
-        m: [u64; 3],
-    ) -> u64 {
-        chunk_loop(out, coords, |[x, y, z]: [u64; 3]| {
-            _pdep_u64(x, m[0]) | _pdep_u64(y, m[1]) | _pdep_u64(z, m[2])
-        })
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn naive(row: &[u64], nbits: u32, order: AxisOrder) -> u64 {
+    pub(crate) fn naive(row: &[u64], nbits: u32, order: AxisOrder) -> u64 {
         let d = row.len();
         let mut code = 0u64;
         for b in 0..nbits as usize {
@@ -339,8 +248,6 @@ mod tests {
                 for (r, &c) in rows.chunks(ndim).zip(&codes) {
                     prop_assert_eq!(c, naive(r, nbits, order));
                 }
-                let portable = encode_with(&rows, ndim, nbits as i64, order, false).unwrap();
-                prop_assert_eq!(&portable, &codes);
                 let back = decode(&codes, nbits as i64, ndim, order).unwrap();
                 prop_assert_eq!(back, rows);
             }

@@ -45,40 +45,83 @@ impl SerOrder {
     }
 }
 
+/// Where the voxel grid starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The per-axis minimum over all points of the batch (Point Transformer V3's
+    /// `coord - coord.min(0)`).
+    Global,
+    /// The per-axis minimum over the points of each cloud (batch id) separately.
+    PerCloud,
+}
+
+impl Origin {
+    /// Parses `"global"` or `"per_cloud"`.
+    pub fn parse(name: &str) -> Result<Self> {
+        Ok(match name {
+            "global" => Origin::Global,
+            "per_cloud" => Origin::PerCloud,
+            other => {
+                return Err(Error::invalid(
+                    "origin",
+                    format!("unknown origin {other:?}; expected \"global\" or \"per_cloud\""),
+                ))
+            }
+        })
+    }
+}
+
 /// The result of [`serialize`].
 pub struct Serialized {
     /// Code per point: `batch << (3 * depth) | curve code`.
     pub code: Vec<u64>,
-    /// Point indices sorted by code (ties by index).
+    /// Point indices sorted by code (a stable sort: ties by index).
     pub order: Vec<i64>,
     /// The inverse permutation of `order`.
     pub inverse: Vec<i64>,
+    /// Bits per axis used for the codes.
+    pub depth: u32,
 }
 
-/// Serializes `points` (row-major `(n, 3)`), optionally with a batch id per point.
+/// Largest accepted depth: `3 * depth` code bits must fit in a `u64`.
+pub const MAX_DEPTH: u32 = 21;
+
+/// Points per interrupt check and per parallel task.
+const CHUNK: usize = 1 << 14;
+
+/// Serializes `points` (row-major `(n, 3)`, `f32`), optionally with a batch id per point.
 ///
-/// Grid coordinates are `floor((p - min_b) / grid_size)` with `min_b` the per-axis minimum
-/// over the points of the same batch, computed in `f64`. Fails on non-finite points or
-/// `grid_size`, `grid_size <= 0`, `depth` outside `1..=21`, grid coordinates `>= 2^depth`,
-/// and batch ids that do not fit in the `64 - 3 * depth` high bits.
+/// Grid coordinates are `trunc((p - min) / grid_size)` computed in `f32` as Point
+/// Transformer V3 does on the CPU, with `min` the per-axis minimum over all points
+/// ([`Origin::Global`], PTv3) or over the points of each batch id ([`Origin::PerCloud`]),
+/// and `grid_size` rounded to `f32`. `depth = None` picks PTv3's adaptive depth,
+/// `bit_length(max grid coordinate + 1)` (Pointcept `Point.serialization`).
+///
+/// Fails on non-finite points or `grid_size`, `grid_size <= 0` (also after rounding to
+/// `f32`), `depth` outside `1..=21`, grid coordinates `>= 2^depth` (or `>= 2^21` for the
+/// adaptive depth), batch ids that do not fit in the `64 - 3 * depth` high bits, too little
+/// memory, or an interrupt.
 pub fn serialize(
-    points: &[f64],
+    points: &[f32],
     batch: Option<&[u64]>,
     grid_size: f64,
-    depth: i64,
+    depth: Option<i64>,
     order: SerOrder,
+    origin: Origin,
 ) -> Result<Serialized> {
+    let gs = grid_size as f32;
     ensure!(
-        grid_size.is_finite() && grid_size > 0.0,
+        grid_size.is_finite() && grid_size > 0.0 && gs.is_finite() && gs > 0.0,
         "grid_size",
-        "must be a finite number > 0, got {grid_size}"
+        "must be a finite number > 0 (also as float32), got {grid_size}"
     );
-    ensure!(
-        (1..=21).contains(&depth),
-        "depth",
-        "must be in 1..=21 (3 * depth bits must fit in a uint64), got {depth}"
-    );
-    let depth = depth as u32;
+    if let Some(d) = depth {
+        ensure!(
+            (1..=MAX_DEPTH as i64).contains(&d),
+            "depth",
+            "must be in 1..=21 (3 * depth bits must fit in a uint64), got {d}"
+        );
+    }
     let n = points.len() / 3;
     if let Some(b) = batch {
         ensure!(
@@ -88,6 +131,8 @@ pub fn serialize(
             b.len()
         );
     }
+    // grid (12 B), code (8), sort keys (16), order (8), inverse (8), slot (8) per point.
+    crate::memory::ensure_fits("points", n as u128 * 60)?;
     if let Some(row) = points
         .chunks_exact(3)
         .position(|r| !r.iter().all(|v| v.is_finite()))
@@ -98,6 +143,81 @@ pub fn serialize(
             format!("row {row} is not finite: [{}, {}, {}]", r[0], r[1], r[2]),
         ));
     }
+    crate::interrupt::check()?;
+
+    // Grid origins: one for the whole batch, or one per batch id (dense table when the ids
+    // are small, a map otherwise).
+    let (mins, slot) = origins(points, batch, origin);
+    let min_of = |i: usize| -> &[f32; 3] {
+        if slot.is_empty() {
+            &mins[0]
+        } else {
+            &mins[slot[i]]
+        }
+    };
+
+    // Grid coordinates, saturated at 2^21 (too large for any depth).
+    let cap = 1u32 << MAX_DEPTH;
+    let grid_chunk = |(ci, g): (usize, &mut [[u32; 3]])| -> Result<u32> {
+        crate::interrupt::check()?;
+        let mut mx = 0u32;
+        for (k, gi) in g.iter_mut().enumerate() {
+            let i = ci * CHUNK + k;
+            let m = min_of(i);
+            for a in 0..3 {
+                let v = ((points[3 * i + a] - m[a]) / gs).trunc();
+                let v = if v < cap as f32 { v as u32 } else { cap };
+                gi[a] = v;
+                mx = mx.max(v);
+            }
+        }
+        Ok(mx)
+    };
+    let mut grid = vec![[0u32; 3]; n];
+    let gmax = if n >= crate::PARALLEL_THRESHOLD {
+        grid.par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(grid_chunk)
+            .try_reduce(|| 0, |a, b| Ok(a.max(b)))?
+    } else {
+        grid.chunks_mut(CHUNK)
+            .enumerate()
+            .map(grid_chunk)
+            .try_fold(0, |a, b| b.map(|b| a.max(b)))?
+    };
+    let depth = match depth {
+        Some(d) => d as u32,
+        // Pointcept: int(grid_coord.max() + 1).bit_length().
+        None => (64 - (gmax as u64 + 1).leading_zeros()).min(MAX_DEPTH + 1),
+    };
+    if depth > MAX_DEPTH || gmax as u64 >= 1u64 << depth {
+        let row = grid
+            .iter()
+            .position(|g| g.iter().any(|&v| v as u64 >= 1u64 << depth.min(MAX_DEPTH)))
+            .unwrap_or(0);
+        let m = min_of(row);
+        let r = &points[3 * row..3 * row + 3];
+        return Err(Error::invalid(
+            "points",
+            format!(
+                "row {row} = [{}, {}, {}] has grid coordinates trunc((p - min) / grid_size) with \
+                 min = [{}, {}, {}] at or above 2^depth = {} (depth = {}); increase grid_size{}",
+                r[0],
+                r[1],
+                r[2],
+                m[0],
+                m[1],
+                m[2],
+                1u64 << depth.min(MAX_DEPTH),
+                depth.min(MAX_DEPTH),
+                if depth > MAX_DEPTH {
+                    " (the adaptive depth cannot exceed 21)"
+                } else {
+                    " or depth"
+                }
+            ),
+        ));
+    }
     let batch_bits = 64 - 3 * depth;
     if let Some(b) = batch {
         if let Some((row, &v)) = b.iter().enumerate().find(|(_, &v)| v >> batch_bits != 0) {
@@ -105,111 +225,47 @@ pub fn serialize(
                 "batch",
                 format!(
                     "row {row} has batch id {v}, which does not fit in the {batch_bits} bits left \
-                     above 3 * depth = {} code bits (use a smaller depth)",
+                     above 3 * depth = {} code bits (use a smaller depth or grid)",
                     3 * depth
                 ),
             ));
         }
     }
 
-    // Per-batch minima: dense table when the ids are small, a map otherwise.
-    let mins: Vec<[f64; 3]>;
-    let slot: Vec<usize>;
-    match batch {
-        None => {
-            let mut m = [f64::INFINITY; 3];
-            for r in points.chunks_exact(3) {
-                for a in 0..3 {
-                    m[a] = m[a].min(r[a]);
-                }
-            }
-            mins = vec![m];
-            slot = Vec::new();
-        }
-        Some(b) => {
-            let max = b.iter().copied().max().unwrap_or(0);
-            let mut ids: HashMap<u64, usize> = HashMap::new();
-            let dense = max as usize <= 4 * n + 1024;
-            slot = if dense {
-                b.iter().map(|&v| v as usize).collect()
-            } else {
-                b.iter()
-                    .map(|&v| {
-                        let k = ids.len();
-                        *ids.entry(v).or_insert(k)
-                    })
-                    .collect()
-            };
-            let groups = if dense { max as usize + 1 } else { ids.len() };
-            let mut m = vec![[f64::INFINITY; 3]; groups];
-            for (r, &s) in points.chunks_exact(3).zip(&slot) {
-                for a in 0..3 {
-                    m[s][a] = m[s][a].min(r[a]);
-                }
-            }
-            mins = m;
-        }
-    }
-
-    let limit = (1u64 << depth) as f64;
-    let grid_of = |i: usize| -> std::result::Result<[u64; 3], usize> {
-        let m = if slot.is_empty() {
-            &mins[0]
-        } else {
-            &mins[slot[i]]
-        };
-        let mut g = [0u64; 3];
-        for a in 0..3 {
-            let v = ((points[3 * i + a] - m[a]) / grid_size).floor();
-            if v >= limit {
-                return Err(i);
-            }
-            g[a] = v as u64;
-        }
-        Ok(g)
-    };
-    let code_of = |g: [u64; 3]| -> u64 {
-        let [x, y, z] = g;
+    let table = hilbert::Table::get(3);
+    let code_of = |g: &[u32; 3]| -> u64 {
+        let [x, y, z] = g.map(u64::from);
         match order {
             SerOrder::Z => (part1by2(x) << 2) | (part1by2(y) << 1) | part1by2(z),
             SerOrder::ZTrans => (part1by2(y) << 2) | (part1by2(x) << 1) | part1by2(z),
-            SerOrder::Hilbert => hilbert::Table::get(3).encode(&[x, y, z], depth),
-            SerOrder::HilbertTrans => hilbert::Table::get(3).encode(&[y, x, z], depth),
+            SerOrder::Hilbert => table.encode(&[x, y, z], depth),
+            SerOrder::HilbertTrans => table.encode(&[y, x, z], depth),
         }
     };
-    let one = |i: usize| -> std::result::Result<u64, usize> {
-        let c = code_of(grid_of(i)?);
-        Ok(match batch {
-            Some(b) => c | (b[i] << (3 * depth)),
-            None => c,
-        })
+    let code_chunk = |(ci, (c, g)): (usize, (&mut [u64], &[[u32; 3]]))| -> Result<()> {
+        crate::interrupt::check()?;
+        for (k, (ci_, gi)) in c.iter_mut().zip(g).enumerate() {
+            let hi = batch.map_or(0, |b| b[ci * CHUNK + k] << (3 * depth));
+            *ci_ = code_of(gi) | hi;
+        }
+        Ok(())
     };
-    let codes: std::result::Result<Vec<u64>, usize> = if n >= crate::PARALLEL_THRESHOLD {
-        (0..n).into_par_iter().map(one).collect()
+    let mut code = vec![0u64; n];
+    if n >= crate::PARALLEL_THRESHOLD {
+        code.par_chunks_mut(CHUNK)
+            .zip(grid.par_chunks(CHUNK))
+            .enumerate()
+            .try_for_each(code_chunk)?;
     } else {
-        (0..n).map(one).collect()
-    };
-    let code =
-        codes.map_err(|_| {
-            // Report the first offending row (the parallel collect may stop at any of them).
-            let row = (0..n).find(|&i| grid_of(i).is_err()).unwrap_or(0);
-            let m = if slot.is_empty() {
-                mins[0]
-            } else {
-                mins[slot[row]]
-            };
-            let r = &points[3 * row..3 * row + 3];
-            Error::invalid(
-                "points",
-                format!(
-                "row {row} = [{}, {}, {}] has grid coordinates floor((p - min) / grid_size) with \
-                 min = [{}, {}, {}] at or above 2^depth = {} (depth = {depth}); increase \
-                 grid_size or depth",
-                r[0], r[1], r[2], m[0], m[1], m[2], 1u64 << depth
-            ),
-            )
-        })?;
+        code.chunks_mut(CHUNK)
+            .zip(grid.chunks(CHUNK))
+            .enumerate()
+            .try_for_each(code_chunk)?;
+    }
+    drop(grid);
+    crate::interrupt::check()?;
 
+    // A stable argsort: (code, index) pairs sorted, so ties keep index order.
     let order_idx: Vec<i64> = if n <= u32::MAX as usize {
         let mut keyed: Vec<(u64, u32)> = code
             .iter()
@@ -227,6 +283,7 @@ pub fn serialize(
         idx.par_sort_by_key(|&i| (code[i as usize], i));
         idx
     };
+    crate::interrupt::check()?;
     let mut inverse = vec![0i64; n];
     for (rank, &i) in order_idx.iter().enumerate() {
         inverse[i as usize] = rank as i64;
@@ -235,7 +292,49 @@ pub fn serialize(
         code,
         order: order_idx,
         inverse,
+        depth,
     })
+}
+
+/// Per-axis grid origins and, for [`Origin::PerCloud`] with a batch, the origin slot of
+/// each point (empty when every point uses `mins[0]`).
+fn origins(points: &[f32], batch: Option<&[u64]>, origin: Origin) -> (Vec<[f32; 3]>, Vec<usize>) {
+    let min_into = |m: &mut [f32; 3], r: &[f32]| {
+        for a in 0..3 {
+            m[a] = m[a].min(r[a]);
+        }
+    };
+    match (batch, origin) {
+        (Some(b), Origin::PerCloud) => {
+            let n = b.len();
+            let max = b.iter().copied().max().unwrap_or(0);
+            let mut ids: HashMap<u64, usize> = HashMap::new();
+            let dense = max as usize <= 4 * n + 1024;
+            let slot: Vec<usize> = if dense {
+                b.iter().map(|&v| v as usize).collect()
+            } else {
+                b.iter()
+                    .map(|&v| {
+                        let k = ids.len();
+                        *ids.entry(v).or_insert(k)
+                    })
+                    .collect()
+            };
+            let groups = if dense { max as usize + 1 } else { ids.len() };
+            let mut m = vec![[f32::INFINITY; 3]; groups];
+            for (r, &s) in points.chunks_exact(3).zip(&slot) {
+                min_into(&mut m[s], r);
+            }
+            (m, slot)
+        }
+        _ => {
+            let mut m = [f32::INFINITY; 3];
+            for r in points.chunks_exact(3) {
+                min_into(&mut m, r);
+            }
+            (vec![m], Vec::new())
+        }
+    }
 }
 
 #[cfg(test)]
@@ -246,20 +345,32 @@ mod tests {
     fn batch_bits_and_order() {
         let pts = [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.5, 5.0, 5.0];
         let b = [0u64, 0, 1, 1];
-        let s = serialize(&pts, Some(&b), 1.0, 16, SerOrder::Z).unwrap();
-        // Per-batch minima: both batches start at grid (0, 0, 0).
+        let s = serialize(&pts, Some(&b), 1.0, Some(16), SerOrder::Z, Origin::PerCloud).unwrap();
+        // Per-cloud minima: both clouds start at grid (0, 0, 0).
         assert_eq!(s.code, vec![0, 4, 1 << 48, 1 << 48]);
+        assert_eq!(s.depth, 16);
+        // Global minimum and adaptive depth: grid max 5 -> bit_length(6) = 3.
+        let s = serialize(&pts, Some(&b), 1.0, None, SerOrder::Z, Origin::Global).unwrap();
+        assert_eq!(s.depth, 3);
+        assert_eq!(s.code[0], 0);
+        assert_eq!(s.code[2], (1 << 9) | 0b111_000_111);
         assert_eq!(s.order, vec![0, 1, 2, 3]);
         assert_eq!(s.inverse, vec![0, 1, 2, 3]);
     }
 
     #[test]
     fn rejects_bad_input() {
-        assert!(serialize(&[f64::NAN, 0.0, 0.0], None, 1.0, 16, SerOrder::Z).is_err());
-        assert!(serialize(&[0.0; 3], None, 0.0, 16, SerOrder::Z).is_err());
-        assert!(serialize(&[0.0; 3], None, 1.0, 22, SerOrder::Z).is_err());
-        assert!(serialize(&[0.0, 0.0, 0.0, 4.0, 0.0, 0.0], None, 1.0, 2, SerOrder::Z).is_err());
-        assert!(serialize(&[0.0; 3], Some(&[1 << 16]), 1.0, 16, SerOrder::Z).is_err());
+        let g = Origin::Global;
+        assert!(serialize(&[f32::NAN, 0.0, 0.0], None, 1.0, Some(16), SerOrder::Z, g).is_err());
+        assert!(serialize(&[0.0; 3], None, 0.0, Some(16), SerOrder::Z, g).is_err());
+        assert!(serialize(&[0.0; 3], None, 1e-60, None, SerOrder::Z, g).is_err());
+        assert!(serialize(&[0.0; 3], None, 1.0, Some(22), SerOrder::Z, g).is_err());
+        let far = [0.0, 0.0, 0.0, 4.0, 0.0, 0.0];
+        assert!(serialize(&far, None, 1.0, Some(2), SerOrder::Z, g).is_err());
+        let far = [0.0, 0.0, 0.0, 3e6, 0.0, 0.0];
+        assert!(serialize(&far, None, 1.0, None, SerOrder::Z, g).is_err());
+        assert!(serialize(&[0.0; 3], Some(&[1 << 16]), 1.0, Some(16), SerOrder::Z, g).is_err());
+        assert!(Origin::parse("local").is_err());
         assert!(SerOrder::parse("zz").is_err());
     }
 }
