@@ -403,5 +403,9 @@ def test_sample_data_writes_the_bundled_sets(tmp_path: Path, capsys: pytest.Capt
     np.testing.assert_array_equal(read_lengths(str(tmp_path / "lengths.txt")), lengths)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(datasets.EXPORT_FILES)
     assert all(name in out for name in datasets.EXPORT_FILES)
-    assert main(["sample-data", "-o", str(tmp_path / "missing")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    # A missing folder is created (it used to be refused), a file is refused with one line.
+    assert main(["sample-data", "-o", str(tmp_path / "new" / "d")]) == 0
+    assert sorted(p.name for p in (tmp_path / "new" / "d").iterdir()) == sorted(datasets.EXPORT_FILES)
+    capsys.readouterr()
+    assert main(["sample-data", "-o", str(tmp_path / "lengths.npy")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err

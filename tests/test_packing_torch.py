@@ -290,3 +290,11 @@ def test_stateful_dataloader_resumes_exactly(num_workers: int, world_size: int) 
             rest = list(resumed)
             _batches_equal(head + rest, full)
     assert len(set(counts)) == 1  # every rank has the same number of batches
+
+
+def test_collator_refuses_non_positive_seq_lengths() -> None:
+    """A negative entry was reported as 'seq_lengths add up to 3, the row has 3 tokens'."""
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"seq_lengths\[0\] is -1"):
+        PackedCollator(4)([{"input_ids": [1, 2, 3], "seq_lengths": [-1, 4]}])
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"seq_lengths\[0\] is 0"):
+        PackedCollator(4)([{"input_ids": [1, 2, 3], "seq_lengths": [0, 3]}])

@@ -813,3 +813,17 @@ def test_huge_outputs_raise_memory_error() -> None:
     assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big, 4)", "coords", limit=limit)
     assert_refused_under_rlimit(setup, "sfc.hilbert_encode(big.reshape(-1, 4), 4)", "coords",
                                 limit=limit)
+
+
+@pytest.mark.parametrize("curve", ["z", "z-trans", "hilbert", "hilbert-trans"])
+def test_deserialize_of_a_serialization_uses_its_curve(curve: str) -> None:
+    """deserialize(serialize(...)) decoded every curve as "z" (silently wrong coordinates)."""
+    pts = np.random.default_rng(5).random((500, 3))
+    s = sfc.serialize(pts, 0.05, curve, batch=np.zeros(500, np.int64))  # type: ignore[arg-type]
+    assert s.curve == curve
+    want = sfc.deserialize(s.code, curve, depth=s.depth).grid_coord  # type: ignore[arg-type]
+    np.testing.assert_array_equal(sfc.deserialize(s).grid_coord, want)
+    np.testing.assert_array_equal(sfc.deserialize(s, curve).grid_coord, want)  # type: ignore[arg-type]
+    other = "z" if curve != "z" else "hilbert"
+    with pytest.raises(InvalidArgumentError, match="order: .* differs from the curve"):
+        sfc.deserialize(s, other)  # type: ignore[arg-type]

@@ -82,3 +82,17 @@ def num_threads_arg(num_threads: object) -> int | None:
             f"num_threads: {n} is more than {limit} (8 per available CPU, at least 64)"
         )
     return n
+
+
+def ensure_fits(name: str, nbytes: int) -> None:
+    """Raise ``MemoryError`` naming ``name`` unless ``nbytes`` fit in what this process can
+    still allocate (physical memory, capped by the address space left under ``RLIMIT_AS``;
+    the same rule as the Rust core's ``memory::ensure_fits``)."""
+    from ordcore import _core
+
+    usable = _core.usable_bytes()
+    if nbytes > usable:
+        raise MemoryError(
+            f"{name}: needs about {nbytes / 2**30:.1f} GiB ({nbytes} bytes), more than the "
+            f"{usable / 2**30:.1f} GiB this process can use"
+        )

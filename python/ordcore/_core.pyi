@@ -7,10 +7,11 @@ import numpy as np
 import numpy.typing as npt
 
 # PyO3 fills the runtime __all__; each area's section appends its own names with `+=`.
-__all__ = ["__version__", "_in_forked_child"]
+__all__ = ["__version__", "_in_forked_child", "usable_bytes"]
 __version__: str
 
 def _in_forked_child() -> bool: ...
+def usable_bytes() -> int: ...
 
 # --- sfc ---
 

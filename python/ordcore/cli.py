@@ -374,8 +374,8 @@ def _cmd_sample_data(args: argparse.Namespace) -> int:
     from ordcore import datasets
 
     folder = Path(args.output)
-    if not folder.is_dir():
-        raise CliError(f"-o {args.output}: folder does not exist")
+    if folder.exists() and not folder.is_dir():
+        raise CliError(f"-o {args.output}: is a file, not a folder")
     for path in datasets.export(folder):
         print(f"{str(path):<28} {datasets.EXPORT_FILES[path.name]}")
     return 0

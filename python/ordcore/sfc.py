@@ -476,9 +476,14 @@ class Serialization(_SerializationFields):
     depth : int
         Bits per axis the codes use (Pointcept's ``serialized_depth``); pass it to
         :func:`deserialize`.
+    curve : str
+        The curve the codes follow (``serialize``'s ``order`` argument: ``"z"``,
+        ``"z-trans"``, ``"hilbert"`` or ``"hilbert-trans"``); :func:`deserialize` of the
+        Serialization itself decodes with it.
     """
 
     depth: int
+    curve: str
 
     def __new__(
         cls,
@@ -486,15 +491,17 @@ class Serialization(_SerializationFields):
         order: npt.NDArray[np.int64],
         inverse: npt.NDArray[np.int64],
         depth: int,
+        curve: str = "z",
     ) -> Serialization:
         self = super().__new__(cls, code, order, inverse)
         self.depth = depth
+        self.curve = curve
         return self
 
     def __repr__(self) -> str:
         return (
             f"Serialization(code={self.code!r}, order={self.order!r}, "
-            f"inverse={self.inverse!r}, depth={self.depth})"
+            f"inverse={self.inverse!r}, depth={self.depth}, curve={self.curve!r})"
         )
 
 
@@ -631,12 +638,12 @@ def serialize(
     code, order_, inverse, used = _core.sfc_serialize(
         arr, b, gs, d, _ser_order(order), origin, _threads(num_threads)
     )
-    return Serialization(code, order_, inverse, used)
+    return Serialization(code, order_, inverse, used, order)
 
 
 def deserialize(
     code: npt.ArrayLike | Serialization,
-    order: SerializationOrder = "z",
+    order: SerializationOrder | None = None,
     depth: int | None = None,
 ) -> Deserialized:
     """Split serialization codes into grid coordinates and batch ids.
@@ -649,8 +656,11 @@ def deserialize(
     Parameters
     ----------
     code : array_like, shape (N,), integer dtype, or Serialization
-        Codes, or the result of :func:`serialize` itself (its ``code`` and ``depth``).
-    order : {"z", "z-trans", "hilbert", "hilbert-trans"}
+        Codes, or the result of :func:`serialize` itself (its ``code``, ``depth`` and
+        ``curve``).
+    order : {"z", "z-trans", "hilbert", "hilbert-trans"}, optional
+        The curve the codes follow. With a Serialization it defaults to (and must equal) its
+        ``curve``; with a code array it defaults to ``"z"``.
     depth : int, optional
         Bits per axis, ``1..21``: the ``depth`` attribute of the :class:`Serialization`.
         Required when ``code`` is an array; when ``code`` is a Serialization it defaults
@@ -664,10 +674,18 @@ def deserialize(
     Raises
     ------
     DTypeError, InvalidArgumentError
-        Non-integer codes, negative codes, an unknown order, ``depth`` missing, outside
-        ``1..21`` or different from the Serialization's.
+        Non-integer codes, negative codes, an unknown order, an order other than the
+        Serialization's curve, ``depth`` missing, outside ``1..21`` or different from the
+        Serialization's.
     """
-    o = _ser_order(order)
+    if isinstance(code, Serialization):
+        if order is not None and order != code.curve:
+            _ser_order(order)
+            raise InvalidArgumentError(
+                f"order: {order!r} differs from the curve {code.curve!r} the codes were made with"
+            )
+        order = code.curve  # type: ignore[assignment]
+    o = _ser_order("z" if order is None else order)
     if isinstance(code, Serialization):
         if depth is not None and _int_arg("depth", depth) != code.depth:
             raise InvalidArgumentError(

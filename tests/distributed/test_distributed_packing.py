@@ -183,3 +183,16 @@ def test_bad_input(fortunes: Any) -> None:
         pack_dataset(ds, 128, overlong="error", algorithm="lpfhp")
     with pytest.raises(ordcore.DTypeError, match="ray.data.Dataset"):
         pack_dataset([[1, 2]], 128)
+
+
+@pytest.mark.parametrize("scope", ["global", "block"])
+def test_a_block_of_only_empty_rows_is_left_out(scope: str) -> None:
+    """Its list<null> column made concat_tables raise ArrowInvalid inside a Ray task."""
+    import ray.data
+
+    from ordcore.distributed import pack_dataset
+
+    ds = ray.data.from_items([{"input_ids": [1, 2, 3]}, {"input_ids": []}], override_num_blocks=2)
+    rows = pack_dataset(ds, 4, scope=scope).take_all()
+    assert [list(r["input_ids"]) for r in rows] == [[1, 2, 3]]
+    assert [list(r["seq_lengths"]) for r in rows] == [[3]]

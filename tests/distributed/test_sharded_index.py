@@ -246,16 +246,28 @@ def test_dataset_add_streams_to_the_shards(tmp_path: Path, ray_cluster: Any) -> 
     X, Q = _data()
     ids = np.arange(X.shape[0], dtype=np.int64) * 3
     ds = ray.data.from_items([{"emb": x, "key": int(i)} for x, i in zip(X, ids)])
-    # two indexes at once: each takes a quarter of the 2 CPUs, leaving room for Ray Data
-    with ShardedIndex(16, 2, path=tmp_path / "a", num_cpus_per_shard=0.25, metric="l2") as a, (
-        ShardedIndex(16, 2, path=tmp_path / "b", num_cpus_per_shard=0.25, metric="l2")
-    ) as b:
-        a.add(ds, vector_column="emb", id_column="key")
+    with ShardedIndex(16, 2, path=tmp_path / "b", metric="l2") as b:
         b.add(X, ids)
-        assert a.shard_sizes == b.shard_sizes
-        np.testing.assert_array_equal(
-            a.search(Q, 10, ef_search=X.shape[0])[0], b.search(Q, 10, ef_search=X.shape[0])[0]
-        )
+        want_sizes, want = b.shard_sizes, b.search(Q, 10, ef_search=X.shape[0])[0]
+    # Default CPUs leave a whole CPU free, so the Ray Data read tasks (1 CPU each) run: with
+    # 3/4 of the 2 CPUs reserved by the shards this add never returned.
+    with ShardedIndex(16, 2, path=tmp_path / "a", metric="l2") as a:
+        assert a.num_cpus_per_shard * 2 <= 1.0
+        done = threading.Event()
+        result: list[Any] = []
+
+        def run() -> None:
+            try:
+                a.add(ds, vector_column="emb", id_column="key")
+            except BaseException as e:  # noqa: BLE001 - reported below
+                result.append(e)
+            done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        assert done.wait(120), "add of a ray.data.Dataset did not return"
+        assert not result, result
+        assert a.shard_sizes == want_sizes
+        np.testing.assert_array_equal(a.search(Q, 10, ef_search=X.shape[0])[0], want)
         with pytest.raises(ordcore.InvalidArgumentError, match="no column 'vec'"):
             a.add(ds, vector_column="vec")
         dup = ray.data.from_items([{"emb": X[0], "key": 10**6}] * 2)
@@ -297,9 +309,16 @@ def test_add_failing_on_one_shard_names_it_and_leaves_it_unchanged(tmp_path: Pat
 def test_unplaceable_shards_are_a_clear_error(tmp_path: Path, monkeypatch: Any) -> None:
     from ordcore.distributed import index
 
-    monkeypatch.setattr(index, "START_TIMEOUT_S", 1.0)
-    with pytest.raises(ordcore.ClusterError, match=r"not placed within 1 s.*3 CPUs"):
+    # More than the cluster has: refused at once.
+    t0 = time.perf_counter()
+    with pytest.raises(ordcore.ClusterError, match=r"2 shards x 3 CPUs exceed the cluster's 2"):
         ShardedIndex(16, 2, path=tmp_path / "ix", num_cpus_per_shard=3)
+    assert time.perf_counter() - t0 < 10
+    # Within the cluster but not free now (another index holds 1.5 CPUs): the timeout.
+    with ShardedIndex(16, 2, path=tmp_path / "hog", num_cpus_per_shard=0.75, metric="l2"):
+        monkeypatch.setattr(index, "START_TIMEOUT_S", 1.0)
+        with pytest.raises(ordcore.ClusterError, match=r"not placed within 1 s"):
+            ShardedIndex(16, 2, path=tmp_path / "iy", num_cpus_per_shard=0.5)
 
 
 def test_bad_input_changes_no_shard(tmp_path: Path, ray_cluster: Any) -> None:

@@ -95,19 +95,20 @@ def wordnet_license() -> str:
 def export(folder: str | os.PathLike[str] = ".") -> list[Path]:
     """Write the bundled data as the files the command line reads (:data:`EXPORT_FILES`):
     the glosses as TEXMEX ``.fvecs``/``.ivecs`` (as SIFT1M ships) and the man-page lengths
-    as ``.npy`` and text. Existing files of those names are replaced (each write is atomic).
-    Returns the paths written.
+    as ``.npy`` and text. ``folder`` is created (with its parents) when missing; existing files
+    of those names are replaced (each write is atomic). Returns the paths written.
 
     Raises
     ------
-    FileNotFoundError
-        ``folder`` does not exist.
+    NotADirectoryError
+        ``folder`` exists and is not a folder.
     """
     from ordcore._io import write_atomic, write_vecs
 
     out = Path(folder)
-    if not out.is_dir():
-        raise FileNotFoundError(f"{out}: folder does not exist")
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"{out}: is a file, not a folder")
+    out.mkdir(parents=True, exist_ok=True)
     g = load_glosses()
     lengths = load_doc_lengths()
     write_vecs(out / "base.fvecs", g.base.astype(np.float32))

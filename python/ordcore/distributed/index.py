@@ -30,9 +30,10 @@ __all__ = ["ShardedIndex", "merge_topk", "MANIFEST", "FORMAT_VERSION"]
 MANIFEST = "manifest.json"
 FORMAT = "ordcore.distributed.ShardedIndex"
 FORMAT_VERSION = 1
-#: Share of the cluster's CPUs the shards reserve when ``num_cpus_per_shard=None``; the rest
-#: stays free for Ray Data (a ``Dataset`` fed to ``add``, packing) and other tasks.
-SHARD_CPU_SHARE = 0.75
+#: With ``num_cpus_per_shard=None`` the shards share the cluster's CPUs less one whole CPU (at
+#: most half of them on a cluster of 2 CPUs or fewer), so that a Ray Data task (a ``Dataset``
+#: fed to ``add`` asks for 1 CPU per read task) and packing always find room.
+SHARD_CPU_FREE = 1.0
 #: Seconds to wait for the shard actors to be placed and answer their first call.
 START_TIMEOUT_S = 120.0
 #: Rows per batch when ``add`` streams a ``ray.data.Dataset``.
@@ -138,9 +139,11 @@ class ShardedIndex:
         storage every node mounts at the same path (NFS, Lustre, a FUSE-mounted bucket). It
         must not hold an index already (open that one with :meth:`load`).
     num_cpus_per_shard : float, optional
-        CPUs each actor reserves (fractions allowed). Default: 3/4 of the cluster's CPUs
-        divided among the shards, so that Ray Data keeps room to run. Each shard's index
-        calls use ``max(1, floor(num_cpus_per_shard))`` threads.
+        CPUs each actor reserves (fractions allowed). Default: the cluster's CPUs less one
+        whole CPU (at most half of them on 2 CPUs or fewer), divided among the shards, so
+        that Ray Data tasks (1 CPU each by default) keep room to run. More than the cluster
+        has in all is a ``ClusterError`` at once. Each shard's index calls use
+        ``max(1, floor(num_cpus_per_shard))`` threads.
     max_restarts : int
         Restarts Ray allows each actor (and retries of the call that found it dead).
     **params
@@ -222,9 +225,10 @@ class ShardedIndex:
             max_restarts < 0
         ):
             raise InvalidArgumentError(f"max_restarts: must be an integer >= 0, got {max_restarts!r}")
+        total = float(ray.cluster_resources().get("CPU", 1.0))
         if num_cpus_per_shard is None:
-            total = float(ray.cluster_resources().get("CPU", 1.0))
-            cpus = max(0.01, math.floor(100 * SHARD_CPU_SHARE * total / self._num_shards) / 100)
+            budget = max(total - SHARD_CPU_FREE, total / 2)
+            cpus = max(0.01, math.floor(100 * budget / self._num_shards) / 100)
         else:
             if isinstance(num_cpus_per_shard, bool) or not isinstance(
                 num_cpus_per_shard, (int, float, np.integer, np.floating)
@@ -233,6 +237,11 @@ class ShardedIndex:
                     f"num_cpus_per_shard: must be a number > 0, got {num_cpus_per_shard!r}"
                 )
             cpus = float(num_cpus_per_shard)
+            if cpus * self._num_shards > total:
+                raise ClusterError(
+                    f"num_cpus_per_shard: {self._num_shards} shards x {cpus:g} CPUs exceed the "
+                    f"cluster's {total:g} CPUs; they could never all be placed"
+                )
         self._cpus = cpus
         threads = max(1, math.floor(cpus))
         actor_cls = ray.remote(Shard)

@@ -204,7 +204,8 @@ def _pack_group(row0: int, max_len: int, length_column: str | None, kw: dict[str
     from ordcore.packing import _arrow
     from ordcore.packing._hf import plan_for_lengths
 
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    # promote: a block of only empty rows has list<null> columns
+    table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
     lengths = _lengths_of(table, kw["token_column"], length_column)
     plan = plan_for_lengths(lengths, max_len, row_offset=row0, **kw)
     if length_column is not None:
@@ -263,7 +264,8 @@ def _build(p0: int, max_len: int, column: str, *parts: Any) -> Any:
     base = np.cumsum([0] + [t.num_rows for t in tables])
     row = np.concatenate([p[1] + b for p, b in zip(parts, base)])
     pack, pos, start, stop, fragment = (np.concatenate([p[i] for p in parts]) for i in range(2, 7))
-    table = pa.concat_tables(tables)
+    # promote: a block of only empty rows has list<null> columns
+    table = pa.concat_tables(tables, promote_options="default")
     order = np.lexsort((pos, pack))
     offsets = np.zeros(int(pack.max()) - p0 + 2 if pack.size else 1, dtype=np.int64)
     np.cumsum(np.bincount(pack - p0), out=offsets[1:])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ordcore._args import ensure_fits
 from ordcore.errors import InvalidArgumentError
 
 __all__ = ["RANK_REMAINDERS", "RankSplit", "equalize_ranks"]
@@ -63,12 +64,19 @@ def equalize_ranks(num_items: int, world_size: int, *, remainder: str = "drop") 
     ------
     ordcore.InvalidArgumentError
         ``num_items < 0``, ``world_size < 1`` or an unknown ``remainder``.
+    MemoryError
+        The per-rank index arrays (about 18 bytes per item, and 256 per rank) would not fit
+        in memory; raised before allocating.
     """
     from ordcore.packing._plan import _check_choice, _check_int
 
     n = _check_int("num_items", num_items, 0)
     w = _check_int("world_size", world_size, 1)
     remainder = _check_choice("remainder", remainder, RANK_REMAINDERS)
+    per = n // w if remainder == "drop" or n == 0 else -(-n // w)
+    # Two int64 index arrays and two bool flag arrays of per * w entries, plus two array
+    # objects per rank: refuse what cannot be allocated before building any of it.
+    ensure_fits("world_size" if w > n else "num_items", per * w * 18 + w * 256)
     if remainder == "drop" or n == 0:
         per = n // w
         order = np.arange(per * w, dtype=np.int64)

@@ -133,6 +133,14 @@ class ShardedPackStream:
                 f"source: expected an iterable or a callable returning an iterator, got "
                 f"{type(source).__name__}"
             )
+        if isinstance(source, Iterator) and not callable(source):
+            # Every pass (and every resume) reads the source from its start: a one-shot
+            # iterator would silently yield nothing the second time.
+            raise InvalidArgumentError(
+                "source: a one-shot iterator cannot be read again from its start; pass a "
+                "re-iterable (a list, a datasets.IterableDataset) or a callable returning a "
+                "fresh iterator"
+            )
         self.source = source
         self.max_len = _check_int("max_len", max_len, 1)
         self.algorithm = _check_choice("algorithm", algorithm, ALGORITHMS)

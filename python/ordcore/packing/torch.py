@@ -175,6 +175,12 @@ class PackedCollator:
                 )
             if packed[r]:
                 seg = _ids(f["seq_lengths"], "seq_lengths", r)
+                if np.any(seg <= 0):
+                    bad = int(np.flatnonzero(seg <= 0)[0])
+                    raise InvalidArgumentError(
+                        f"features[{r}]: seq_lengths[{bad}] is {int(seg[bad])}; every "
+                        "packed sequence has at least one token"
+                    )
                 if np.any(seg < 0) or int(seg.sum()) != ids.size:
                     raise InvalidArgumentError(
                         f"features[{r}]: seq_lengths add up to {int(seg.sum())}, the row has "

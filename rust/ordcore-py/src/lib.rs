@@ -16,6 +16,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     runtime::install_fork_guard();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(runtime::_in_forked_child, m)?)?;
+    m.add_function(wrap_pyfunction!(runtime::usable_bytes, m)?)?;
     sfc::register(m)?;
     hadamard::register(m)?;
     packing::register(m)?;

@@ -136,6 +136,13 @@ fn interrupted(py: Python<'_>) -> PyErr {
     }
 }
 
+/// Bytes this process can still expect to allocate (`ordcore_core::memory::usable_bytes`),
+/// for Python-side size checks that must follow the same rule as the core's.
+#[pyfunction]
+pub fn usable_bytes() -> u64 {
+    ordcore_core::memory::usable_bytes()
+}
+
 /// Whether this process is a fork of one whose global pool was running (for tests).
 #[pyfunction]
 pub fn _in_forked_child() -> bool {

@@ -1,0 +1,33 @@
+"""Limits of the rank split and the sharded stream (no torch, no datasets needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ordcore
+from ordcore.packing import ShardedPackStream, equalize_ranks
+
+
+@pytest.mark.parametrize(
+    ("num_items", "world_size", "remainder", "arg"),
+    [(2**62, 2, "drop", "num_items"), (3, 2**62, "pad", "world_size"),
+     (2**63 - 1, 2**62, "pad", "num_items")],
+)
+def test_equalize_ranks_refuses_what_cannot_be_allocated(
+    num_items: int, world_size: int, remainder: str, arg: str
+) -> None:
+    """These gave NumPy's bare 'array is too big' or ran until killed."""
+    with pytest.raises(MemoryError, match=f"^{arg}: needs about"):
+        equalize_ranks(num_items, world_size, remainder=remainder)
+
+
+def test_sharded_stream_refuses_a_one_shot_iterator() -> None:
+    """Every pass and every resume reads the source from its start: a generator silently lost
+    the rows of the second pass (12 of 18 rows after a resume)."""
+    src = [np.arange(3)] * 6
+    with pytest.raises(ordcore.InvalidArgumentError, match="source: a one-shot iterator"):
+        ShardedPackStream(iter(src), 16, buffer_size=4)
+    again = ShardedPackStream(lambda: iter(src), 16, buffer_size=4)
+    first, second = list(again), list(again)
+    assert len(first) == len(second) == 2  # 18 tokens in packs of at most 16, both passes
