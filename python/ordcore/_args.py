@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import warnings
 
 import numpy as np
 
@@ -95,4 +96,18 @@ def ensure_fits(name: str, nbytes: int) -> None:
         raise MemoryError(
             f"{name}: needs about {nbytes / 2**30:.1f} GiB ({nbytes} bytes), more than the "
             f"{usable / 2**30:.1f} GiB this process can use"
+        )
+
+
+def warn_unknown_kernel_cap(variable: str, kernels: tuple[str, ...]) -> None:
+    """Warn (``RuntimeWarning``, at import of the caller's module) when the environment
+    variable ``variable`` that caps a SIMD kernel choice holds none of ``kernels``; the core
+    then ignores it and uses the fastest kernel the CPU supports."""
+    cap = os.environ.get(variable, "")
+    if cap not in ("", *kernels):
+        warnings.warn(
+            f"{variable}={cap!r} is not one of {', '.join(kernels)}; it is ignored and the "
+            "fastest kernel the CPU supports is used",
+            RuntimeWarning,
+            stacklevel=3,
         )

@@ -50,7 +50,13 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
-from ordcore._args import UINT64_MAX, int_arg, num_threads_arg, size_arg
+from ordcore._args import (
+    UINT64_MAX,
+    int_arg,
+    num_threads_arg,
+    size_arg,
+    warn_unknown_kernel_cap,
+)
 from ordcore.errors import BQFitnessWarning, DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -267,14 +273,7 @@ def exact_search(
 
 
 _KERNELS = ("portable", "popcnt", "avx512-vpopcntdq")
-_KERNEL_CAP = os.environ.get("ORDCORE_ANN_KERNEL", "")
-if _KERNEL_CAP not in ("", *_KERNELS):
-    warnings.warn(
-        f"ORDCORE_ANN_KERNEL={_KERNEL_CAP!r} is not one of {', '.join(_KERNELS)}; it is ignored "
-        "and the fastest kernel the CPU supports is used",
-        RuntimeWarning,
-        stacklevel=2,
-    )
+warn_unknown_kernel_cap("ORDCORE_ANN_KERNEL", _KERNELS)
 
 
 def cpu_kernel() -> str:
@@ -290,14 +289,7 @@ def cpu_kernel() -> str:
 
 
 _SQ_KERNELS = ("scalar", "avx2", "avx512-vnni")
-_SQ_KERNEL_CAP = os.environ.get("ORDCORE_ANN_SQ_KERNEL", "")
-if _SQ_KERNEL_CAP not in ("", *_SQ_KERNELS):
-    warnings.warn(
-        f"ORDCORE_ANN_SQ_KERNEL={_SQ_KERNEL_CAP!r} is not one of {', '.join(_SQ_KERNELS)}; it is "
-        "ignored and the fastest kernel the CPU supports is used",
-        RuntimeWarning,
-        stacklevel=2,
-    )
+warn_unknown_kernel_cap("ORDCORE_ANN_SQ_KERNEL", _SQ_KERNELS)
 
 
 def sq_kernel() -> str:
