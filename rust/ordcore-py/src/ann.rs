@@ -188,7 +188,9 @@ impl PyBQGraphIndex {
         }
     }
 
-    #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads))]
+    /// `filter_ids`: an allow-list of ids; `filter_bitmap`: allowed ids by id value (at most
+    /// one of them).
+    #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads, filter_ids=None, filter_bitmap=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn search<'py>(
         &self,
@@ -199,17 +201,63 @@ impl PyBQGraphIndex {
         rerank: bool,
         rerank_k: Option<usize>,
         num_threads: Option<usize>,
+        filter_ids: Option<PyReadonlyArray1<'_, i64>>,
+        filter_bitmap: Option<PyReadonlyArray1<'_, bool>>,
     ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>)> {
         let qs = slice2(&q, "Q")?;
         let nq = q.shape()[0];
+        let contiguous = |_| invalid("filter", "must be a contiguous array");
+        let filter = match (&filter_ids, &filter_bitmap) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "filter",
+                    "give an allow-list or a bitmap, not both",
+                ))
+            }
+            (Some(a), None) => Some(ann::Filter::Ids(a.as_slice().map_err(contiguous)?)),
+            (None, Some(b)) => Some(ann::Filter::Bitmap(b.as_slice().map_err(contiguous)?)),
+            (None, None) => None,
+        };
         let inner = &self.inner;
         let _busy = self.busy.enter()?;
         let (ids, ds) = run(py, num_threads, move || {
-            rd(inner).search(qs, k, ef_search, rerank, rerank_k)
+            rd(inner).search_filtered(qs, k, ef_search, rerank, rerank_k, filter)
         })?;
         let ids = ids.into_pyarray(py).reshape([nq, k])?;
         let ds = ds.into_pyarray(py).reshape([nq, k])?;
         Ok((ids, ds))
+    }
+
+    /// The stored vectors of `ids`, `(len(ids), dim)` float32.
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        ids: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        let s = ids
+            .as_slice()
+            .map_err(|_| invalid("ids", "must be contiguous"))?;
+        let inner = &self.inner;
+        let _busy = self.busy.enter()?;
+        let (rows, dim) = run(py, Some(1), move || {
+            let idx = rd(inner);
+            Ok((idx.get(s)?, idx.params().dim))
+        })?;
+        rows.into_pyarray(py).reshape([s.len(), dim])
+    }
+
+    /// The metadata text saved with the index (`""` when unused).
+    fn meta(&self, py: Python<'_>) -> PyResult<String> {
+        self.read(py, |i| i.meta().to_string())
+    }
+
+    fn set_meta(&self, py: Python<'_>, meta: String) -> PyResult<()> {
+        let inner = &self.inner;
+        let _busy = self.busy.enter()?;
+        run(py, Some(1), move || {
+            wr(inner).set_meta(meta);
+            Ok(())
+        })
     }
 
     fn remove(&self, py: Python<'_>, ids: PyReadonlyArray1<'_, i64>) -> PyResult<()> {
@@ -401,18 +449,19 @@ fn ann_exact_search<'py>(
     ))
 }
 
-/// `(rotations, queries)`: per rotation choice and sampled query row, the expected
-/// code-space recall@k against the whole of `x` (see `ordcore_core::ann::fitness_recall`).
+/// `(codes, queries)`: per `(bits, rotation seed or None)` entry of `codes` and sampled query
+/// row, the expected code-space recall@k against the whole of `x` (see
+/// `ordcore_core::ann::fitness_recall`).
 #[pyfunction]
-#[pyo3(signature = (x, metric, bits, k, rotation_seeds, queries, num_threads))]
+#[pyo3(signature = (x, metric, k, depth, codes, queries, num_threads))]
 #[allow(clippy::too_many_arguments)]
 fn ann_fitness_recall<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'_, f32>,
     metric: &str,
-    bits: usize,
     k: usize,
-    rotation_seeds: Vec<Option<u64>>,
+    depth: Option<usize>,
+    codes: Vec<(usize, Option<u64>)>,
     queries: PyReadonlyArray1<'_, u64>,
     num_threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
@@ -426,9 +475,9 @@ fn ann_fitness_recall<'py>(
         .map(|&q| usize::try_from(q).unwrap_or(usize::MAX))
         .collect();
     let nq = qs.len();
-    let ns = rotation_seeds.len();
+    let ns = codes.len();
     let out = run(py, num_threads, move || {
-        ann::fitness_recall(xs, dim, m, bits, k, &rotation_seeds, &qs)
+        ann::fitness_recall(xs, dim, m, k, depth, &codes, &qs)
     })?;
     let flat: Vec<f64> = out.into_iter().flatten().collect();
     flat.into_pyarray(py).reshape([ns, nq])

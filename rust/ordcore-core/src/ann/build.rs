@@ -630,6 +630,7 @@ impl BQGraphIndex {
             entry: 0,
             // Moved back below if the repair is interrupted.
             rot: self.rot.take(),
+            meta: self.meta.clone(),
         };
         staged.entry = if !self.deleted[self.entry as usize] {
             remap[self.entry as usize]

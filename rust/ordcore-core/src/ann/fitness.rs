@@ -3,7 +3,8 @@
 //!
 //! One estimator, [`code_space_recall`], serves every code family: a [`CodeScorer`] scores a
 //! query row against every base row in code space (symmetric code-to-code distances for the
-//! 1- and 2-bit codes of today, [`SymmetricCodes`]; another family supplies its own scorer),
+//! 1- and 2-bit codes, [`SymmetricCodes`]; the query's int8 form against the 4- and 8-bit
+//! scalar codes, [`ScalarCodes`], exactly as the index's search scores them),
 //! and the estimator compares that ranking with the exact one over the **whole** base, for a
 //! sample of query rows. Recall@k of a fixed code falls as the base grows (more rows compete
 //! for the top k), so scoring sampled queries against the full base estimates the recall of an
@@ -13,10 +14,11 @@
 use rayon::prelude::*;
 
 use super::codes::{self, words_for};
-use super::encode::{column_mean, encode_rows};
+use super::encode::{column_mean, encode_rows, sq_metric, sq_term};
 use super::metric::{prepare_rows, validate_rows, Metric};
 use super::rotation::Rotation;
 use super::search::exact_top_k;
+use super::sq::{self, SqDist, SqLayout};
 use crate::{ensure, Result};
 
 /// Scores one query against every base row in code space; smaller is nearer.
@@ -69,21 +71,98 @@ impl CodeScorer for SymmetricCodes {
     }
 }
 
+/// The asymmetric scoring of the 4- and 8-bit scalar codes, as the index's search does it:
+/// the query row's int8 query form (through the same rotation) against every row's code
+/// ([`SqDist::query_distance`]).
+pub struct ScalarCodes<'a> {
+    rows: &'a [f32],
+    dim: usize,
+    metric: Metric,
+    rot: Option<Rotation>,
+    codes: Vec<u64>,
+    layout: SqLayout,
+    dist: SqDist,
+}
+
+impl<'a> ScalarCodes<'a> {
+    /// Codes of prepared `rows`, through `rot` when given (`bits` 4 or 8).
+    pub fn new(
+        rows: &'a [f32],
+        dim: usize,
+        bits: usize,
+        metric: Metric,
+        rot: Option<Rotation>,
+    ) -> Result<Self> {
+        let code_dim = rot.as_ref().map_or(dim, |r| r.padded_dim());
+        let layout = SqLayout::new(code_dim, bits);
+        let mean_sq = rot.as_ref().map_or(0.0, |r| {
+            r.mean().iter().map(|&v| v as f64 * v as f64).sum::<f64>() as f32
+        });
+        Ok(ScalarCodes {
+            codes: encode_rows(rows, dim, bits, metric, rot.as_ref())?,
+            rows,
+            dim,
+            metric,
+            layout,
+            dist: SqDist::new(layout, sq_metric(metric), mean_sq),
+            rot,
+        })
+    }
+}
+
+impl CodeScorer for ScalarCodes<'_> {
+    fn n_rows(&self) -> usize {
+        self.codes.len() / self.layout.code_words()
+    }
+    fn scores(&self, i: usize, out: &mut [f32]) {
+        let q = &self.rows[i * self.dim..(i + 1) * self.dim];
+        let mut buf = Vec::new();
+        let t = match &self.rot {
+            None => q,
+            Some(r) => {
+                buf.resize(self.layout.dim, 0f32);
+                // Lengths match by construction, so the rotation cannot fail.
+                if r.apply(q, &mut buf).is_err() {
+                    out.iter_mut().for_each(|o| *o = 0.0);
+                    return;
+                }
+                &buf[..]
+            }
+        };
+        let mut form = vec![0u64; self.layout.query_words()];
+        let qconst = sq_term(self.metric, q, t, self.rot.as_ref(), true);
+        sq::encode_query(t, qconst, self.layout, &mut form);
+        let cw = self.layout.code_words();
+        for (o, c) in out.iter_mut().zip(self.codes.chunks_exact(cw)) {
+            *o = self.dist.query_distance(&form, c);
+        }
+    }
+}
+
 /// Per scorer, per query row `q` in `queries`: the expected recall@k of the code-space top-k
 /// against the exact top-k, both over every other row of `rows` (prepared, `n x dim`). The
 /// exact top-k of a query is computed once for all scorers. Code scores tie often; rows tied
 /// at the k-th score share the remaining places evenly (the expected recall of a random
 /// tie-break, which no row numbering can bias).
+///
+/// `depth` (at least `k`, default `k`) is the number of code-space candidates: the figure is
+/// the share of the exact top-k found among the code-space top-`depth`, what an exact rerank
+/// of `depth` code-space candidates recovers (with `depth = k`: the code-space recall@k).
 pub fn code_space_recall(
     rows: &[f32],
     dim: usize,
     metric: Metric,
     k: usize,
+    depth: Option<usize>,
     queries: &[usize],
     scorers: &[&dyn CodeScorer],
 ) -> Result<Vec<Vec<f64>>> {
     let n = rows.len() / dim.max(1);
     ensure!(n > k, "X", "needs more than k = {k} rows, got {n}");
+    let depth = depth.unwrap_or(k);
+    ensure!(depth >= k, "depth", "must be at least k = {k}, got {depth}");
+    // At most every other row.
+    let depth = depth.min(n - 1);
     ensure!(
         scorers.iter().all(|s| s.n_rows() == n),
         "scorers",
@@ -123,10 +202,10 @@ pub fn code_space_recall(
                             .map(|(_, &s)| s),
                     );
                     let (_, &mut kth, _) =
-                        rest.select_nth_unstable_by(k - 1, |a, b| a.total_cmp(b));
+                        rest.select_nth_unstable_by(depth - 1, |a, b| a.total_cmp(b));
                     let below = rest.iter().filter(|&&s| s < kth).count();
                     let tied = rest.iter().filter(|&&s| s == kth).count();
-                    let share = (k - below) as f64 / tied as f64;
+                    let share = (depth - below) as f64 / tied as f64;
                     let hits: f64 = truth
                         .iter()
                         .map(|&(_, j)| {
@@ -150,44 +229,62 @@ pub fn code_space_recall(
         .collect())
 }
 
-/// [`code_space_recall`] of the `bits`-bit codes of `x` (`n x dim` rows, normalized first
-/// under cosine), once per entry of `rotation_seeds`: without rotation (`None`) or with the
-/// centering + randomized Hadamard rotation an index seeded so would use (mean of all
-/// rows), for the query rows `queries`.
+/// [`code_space_recall`] of the codes of `x` (`n x dim` rows, normalized first under
+/// cosine), once per entry `(bits, rotation_seed)` of `codes`: `bits` in {1, 2, 4, 8},
+/// without rotation (`None`) or with the centering + randomized Hadamard rotation an index
+/// seeded so would use (mean of all rows), for the query rows `queries`, at candidate
+/// depth `depth` (see [`code_space_recall`]). Each entry scores
+/// the way the index's search does (1 and 2 bits: code to code; 4 and 8 bits: the int8 query
+/// form against the codes).
 pub fn fitness_recall(
     x: &[f32],
     dim: usize,
     metric: Metric,
-    bits: usize,
     k: usize,
-    rotation_seeds: &[Option<u64>],
+    depth: Option<usize>,
+    codes: &[(usize, Option<u64>)],
     queries: &[usize],
 ) -> Result<Vec<Vec<f64>>> {
-    ensure!(bits == 1 || bits == 2, "bits", "must be 1 or 2, got {bits}");
+    if let Some(&(bits, _)) = codes.iter().find(|(b, _)| !matches!(b, 1 | 2 | 4 | 8)) {
+        return Err(crate::Error::invalid(
+            "bits",
+            format!("must be 1, 2, 4 or 8, got {bits}"),
+        ));
+    }
     ensure!(dim >= 1, "dim", "must be at least 1");
     ensure!(k >= 1, "k", "must be at least 1, got {k}");
     validate_rows(x, dim, metric, "X")?;
     let n = x.len() / dim;
     ensure!(n > k, "X", "needs more than k = {k} rows, got {n}");
-    // Prepared rows and one set of codes per scorer (padded dimension at most 2 * dim).
-    crate::memory::ensure_fits(
-        "X",
-        n as u128
-            * (dim as u128 * 4
-                + rotation_seeds.len() as u128 * (bits * words_for(2 * dim)) as u128 * 8),
-    )?;
+    // Prepared rows and one set of codes per scorer (padded dimension at most 2 * dim; a
+    // scalar code is at most 2 header words plus one byte a lane).
+    let code_bytes: u128 = codes
+        .iter()
+        .map(|&(bits, _)| {
+            if bits <= 2 {
+                (bits * words_for(2 * dim)) as u128 * 8
+            } else {
+                16 + words_for(2 * dim) as u128 * 64
+            }
+        })
+        .sum();
+    crate::memory::ensure_fits("X", n as u128 * (dim as u128 * 4 + code_bytes))?;
     let rows = prepare_rows(x, dim, metric);
     let mean = column_mean(&rows, dim);
-    let scorers: Vec<SymmetricCodes> = rotation_seeds
+    let scorers: Vec<Box<dyn CodeScorer + '_>> = codes
         .iter()
-        .map(|seed| {
+        .map(|&(bits, seed)| -> Result<Box<dyn CodeScorer + '_>> {
             let rot = match seed {
-                Some(seed) => Some(Rotation::new(dim, *seed, mean.clone())?),
+                Some(seed) => Some(Rotation::new(dim, seed, mean.clone())?),
                 None => None,
             };
-            SymmetricCodes::new(&rows, dim, bits, metric, rot.as_ref())
+            Ok(if bits <= 2 {
+                Box::new(SymmetricCodes::new(&rows, dim, bits, metric, rot.as_ref())?)
+            } else {
+                Box::new(ScalarCodes::new(&rows, dim, bits, metric, rot)?)
+            })
         })
         .collect::<Result<_>>()?;
-    let refs: Vec<&dyn CodeScorer> = scorers.iter().map(|s| s as &dyn CodeScorer).collect();
-    code_space_recall(&rows, dim, metric, k, queries, &refs)
+    let refs: Vec<&dyn CodeScorer> = scorers.iter().map(|s| s.as_ref()).collect();
+    code_space_recall(&rows, dim, metric, k, depth, queries, &refs)
 }

@@ -1,8 +1,10 @@
-//! The `.ordann` file format (versions 1 and 2). All integers and floats are little-endian.
+//! The `.ordann` file format (versions 1 to 3). All integers and floats are little-endian.
 //! Version 2 adds the scalar codes (`bits` 4 and 8, codes laid out as in [`super::sq`]) and
-//! the compact rerank stores (byte 27, see [`super::store`]); `save` writes the lowest
-//! version that holds the index (1 for 1- and 2-bit codes with float32 vectors, so older
-//! ordcore releases keep reading those files), and `load` reads both.
+//! the compact rerank stores (byte 27, see [`super::store`]); version 3 adds the index's
+//! metadata text (UTF-8; the Python layer stores the automatic code choice there as JSON):
+//! its length at bytes 88..96 and its bytes as the last payload section. `save` writes the
+//! lowest version that holds the index (1 for 1- and 2-bit codes with float32 vectors and no
+//! metadata, so older ordcore releases keep reading those files), and `load` reads all three.
 //!
 //! ```text
 //! offset  size  field
@@ -25,11 +27,13 @@
 //! 72      8     u64 payload length in bytes
 //! 80      4     u32 CRC-32 (IEEE) of the payload
 //! 84      4     u32 CRC-32 of bytes 0..84
-//! 88      40    reserved (0)
+//! 88      8     version 3: u64 metadata length in bytes; versions 1 and 2: reserved (0)
+//! 96      32    reserved (0)
 //! 128           payload: each section starts at a multiple of 64 bytes (zero padding)
 //!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
 //!               codes u64[n*code_words] | mean f32[dim] (rotation only) |
-//!               vectors: n rows in the rerank dtype (normalized under cosine)
+//!               vectors: n rows in the rerank dtype (normalized under cosine) |
+//!               metadata u8[metadata length] (version 3)
 //! ```
 //! `save` writes `<path>.tmp-<pid>`, flushes it to disk and renames it over `path`.
 
@@ -46,11 +50,14 @@ use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
 /// The newest version this release reads and writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
-/// The version `save` writes for an index of `bits` and rerank store `dtype`.
-fn version_for(bits: usize, dtype: RerankDtype) -> u32 {
-    if bits <= 2 && dtype == RerankDtype::Float32 {
+/// The version `save` writes for an index of `bits`, rerank store `dtype` and `meta_len`
+/// bytes of metadata.
+fn version_for(bits: usize, dtype: RerankDtype, meta_len: usize) -> u32 {
+    if meta_len > 0 {
+        3
+    } else if bits <= 2 && dtype == RerankDtype::Float32 {
         1
     } else {
         2
@@ -71,6 +78,7 @@ struct Layout {
     codes: usize,
     mean: usize,
     vectors: usize,
+    meta: usize,
     end: usize,
 }
 
@@ -81,6 +89,7 @@ fn layout(
     dim: usize,
     rotation: bool,
     dtype: RerankDtype,
+    meta_len: usize,
 ) -> Option<Layout> {
     let mut off = 0usize;
     let mut sec = |bytes: usize| -> Option<usize> {
@@ -95,6 +104,7 @@ fn layout(
     let codes = sec(n.checked_mul(cw)?.checked_mul(8)?)?;
     let mean = sec(if rotation { dim.checked_mul(4)? } else { 0 })?;
     let vectors = sec(n.checked_mul(dtype.row_bytes(dim))?)?;
+    let meta = sec(meta_len)?;
     Some(Layout {
         ids,
         removed,
@@ -103,6 +113,7 @@ fn layout(
         codes,
         mean,
         vectors,
+        meta,
         end: off,
     })
 }
@@ -147,7 +158,8 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
     let p = &index.params;
     let n = index.n_nodes();
     let dtype = index.rerank_dtype();
-    let lay = layout(n, p.r, index.cw, p.dim, p.rotation, dtype)
+    let meta = index.meta.as_bytes();
+    let lay = layout(n, p.r, index.cw, p.dim, p.rotation, dtype, meta.len())
         .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
     if path.as_os_str().is_empty() || path.is_dir() {
         return Err(Error::Io(std::io::Error::new(
@@ -185,13 +197,15 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
             Some(c) => w.put(c.as_bytes())?,
             None => put_le!(w, index.vectors.as_slice()),
         }
+        w.pad_to(lay.meta)?;
+        w.put(meta)?;
         w.pad_to(lay.end)?;
         w.inner.flush()?;
         let payload_crc = w.crc.clone().finalize();
         drop(w);
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&version_for(p.bits, dtype).to_le_bytes());
+        h[8..12].copy_from_slice(&version_for(p.bits, dtype, meta.len()).to_le_bytes());
         h[27] = dtype.code();
         h[12..16].copy_from_slice(&BOM.to_le_bytes());
         h[16..24].copy_from_slice(&(p.dim as u64).to_le_bytes());
@@ -207,6 +221,7 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         h[64..72].copy_from_slice(&(index.code_dim as u64).to_le_bytes());
         h[72..80].copy_from_slice(&(lay.end as u64).to_le_bytes());
         h[80..84].copy_from_slice(&payload_crc.to_le_bytes());
+        h[88..96].copy_from_slice(&(meta.len() as u64).to_le_bytes());
         let hc = crc32fast::hash(&h[..84]);
         h[84..88].copy_from_slice(&hc.to_le_bytes());
         file.seek(SeekFrom::Start(0))?;
@@ -298,7 +313,9 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     if version == 0 {
         return Err(fmt_err(format!("{name}: invalid format version 0")));
     }
-    if (version == 1 && b[27] != 0) || b[88..HEADER].iter().any(|&x| x != 0) {
+    let meta_len = if version >= 3 { u64_at(b, 88) } else { 0 };
+    let meta_field = if version >= 3 { 96 } else { 88 };
+    if (version == 1 && b[27] != 0) || b[meta_field..HEADER].iter().any(|&x| x != 0) {
         return Err(fmt_err(format!(
             "{name}: reserved header bytes are not zero (corrupted header)"
         )));
@@ -332,12 +349,21 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     };
     let dtype = RerankDtype::from_code(b[27])
         .ok_or_else(|| fmt_err(format!("{name}: unknown rerank dtype code {}", b[27])))?;
-    if version < version_for(bits, dtype) {
+    if version < version_for(bits, dtype, 0) {
         return Err(fmt_err(format!(
             "{name}: bits {bits} needs format version {}, the header says {version}",
-            version_for(bits, dtype)
+            version_for(bits, dtype, 0)
         )));
     }
+    // The metadata is a section of the payload: at most the file's length.
+    let meta_len = usize::try_from(meta_len)
+        .ok()
+        .filter(|&m| m <= b.len())
+        .ok_or_else(|| {
+            fmt_err(format!(
+                "{name}: metadata length {meta_len} exceeds the file"
+            ))
+        })?;
     let mut index = BQGraphIndex::new(params)
         .map_err(|e| fmt_err(format!("{name}: invalid parameters in header: {e}")))?;
     if index.code_dim != code_dim {
@@ -353,7 +379,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index
         .set_rerank_dtype(dtype)
         .map_err(|e| fmt_err(format!("{name}: {e}")))?;
-    let lay = layout(n, r, index.cw, dim, rotation, dtype)
+    let lay = layout(n, r, index.cw, dim, rotation, dtype, meta_len)
         .ok_or_else(|| fmt_err(format!("{name}: sizes in header overflow")))?;
     if lay.end != payload_len {
         return Err(fmt_err(format!(
@@ -374,6 +400,8 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             "{name}: payload checksum mismatch (corrupted data)"
         )));
     }
+    index.meta = String::from_utf8(payload[lay.meta..lay.meta + meta_len].to_vec())
+        .map_err(|_| fmt_err(format!("{name}: the metadata is not UTF-8 text")))?;
     let ids = read_le!(i64, &payload[lay.ids..lay.ids + 8 * n]);
     let removed = &payload[lay.removed..lay.removed + n];
     let deg = read_le!(u32, &payload[lay.deg..lay.deg + 4 * n]);

@@ -93,6 +93,19 @@ pub struct BQGraphIndex {
     pub(super) id_map: HashMap<i64, u32>,
     pub(super) entry: u32,
     pub(super) rot: Option<Rotation>,
+    /// Opaque UTF-8 text saved with the index (the Python layer stores the automatic code
+    /// choice there as JSON); empty when unused.
+    pub(super) meta: String,
+}
+
+/// A search filter: which ids a search may return.
+#[derive(Clone, Copy, Debug)]
+pub enum Filter<'a> {
+    /// An allow-list of ids (any order, repeats allowed); each must be a live id.
+    Ids(&'a [i64]),
+    /// A bitmap indexed by id value: `bitmap[id]` allows `id`; ids past its end are not
+    /// allowed.
+    Bitmap(&'a [bool]),
 }
 
 impl BQGraphIndex {
@@ -147,6 +160,7 @@ impl BQGraphIndex {
             id_map: HashMap::new(),
             entry: 0,
             rot: None,
+            meta: String::new(),
             params,
         })
     }
@@ -305,6 +319,85 @@ impl BQGraphIndex {
         let s = p as usize * r;
         self.adj[s..s + list.len()].copy_from_slice(list);
         self.deg[p as usize] = list.len() as u32;
+    }
+
+    /// The text saved with the index (empty when unused).
+    pub fn meta(&self) -> &str {
+        &self.meta
+    }
+    /// Sets the text saved with the index.
+    pub fn set_meta(&mut self, meta: String) {
+        self.meta = meta;
+    }
+
+    /// The node of each of `ids`, or an `UnknownId` error (argument `arg`) naming the first
+    /// few ids that are not live.
+    pub(super) fn nodes_of(&self, ids: &[i64], arg: &'static str) -> Result<Vec<u32>> {
+        let mut nodes = Vec::with_capacity(ids.len());
+        let mut unknown = Vec::new();
+        let mut n_unknown = 0usize;
+        for &id in ids {
+            match self.id_map.get(&id) {
+                Some(&node) => nodes.push(node),
+                None => {
+                    n_unknown += 1;
+                    if unknown.len() < 5 {
+                        unknown.push(id.to_string());
+                    }
+                }
+            }
+        }
+        if n_unknown > 0 {
+            let more = if n_unknown > unknown.len() {
+                format!(" and {} more", n_unknown - unknown.len())
+            } else {
+                String::new()
+            };
+            return Err(Error::UnknownId {
+                arg,
+                reason: format!(
+                    "{} not in the index (never added or removed): {}{more}",
+                    if n_unknown == 1 { "id is" } else { "ids are" },
+                    unknown.join(", ")
+                ),
+            });
+        }
+        Ok(nodes)
+    }
+
+    /// The stored vectors of `ids` (`len(ids) x dim`, in the order of `ids`, repeats
+    /// allowed): decoded from the rerank store, so normalized under cosine and rounded as the
+    /// store's dtype rounds. Unknown or removed ids are an `UnknownId` error.
+    pub fn get(&self, ids: &[i64]) -> Result<Vec<f32>> {
+        let dim = self.params.dim;
+        crate::memory::ensure_array::<f32>("ids", ids.len() as u128 * dim as u128)?;
+        let nodes = self.nodes_of(ids, "ids")?;
+        let mut out = vec![0f32; nodes.len() * dim];
+        let mut buf = vec![0f32; dim];
+        for (o, &i) in out.chunks_exact_mut(dim).zip(&nodes) {
+            o.copy_from_slice(self.row(i as usize, &mut buf));
+        }
+        Ok(out)
+    }
+
+    /// Per node, whether `filter` allows it (removed nodes never are), and how many are.
+    pub(super) fn allowed_nodes(&self, filter: Filter<'_>) -> Result<(Vec<bool>, usize)> {
+        let n = self.n_nodes();
+        let mut allowed = vec![false; n];
+        match filter {
+            Filter::Ids(ids) => {
+                for i in self.nodes_of(ids, "filter")? {
+                    allowed[i as usize] = true;
+                }
+            }
+            Filter::Bitmap(bits) => {
+                for (a, (&id, &d)) in allowed.iter_mut().zip(self.ids.iter().zip(&self.deleted)) {
+                    *a = !d && usize::try_from(id).is_ok_and(|u| bits.get(u) == Some(&true));
+                }
+            }
+        }
+        let count = allowed.iter().filter(|&&a| a).count();
+        Ok((allowed, count))
     }
 
     /// Marks `ids` as removed (all must be live and distinct; nothing changes otherwise).

@@ -26,7 +26,7 @@ pub mod store;
 
 pub use encode::encode;
 pub use fitness::fitness_recall;
-pub use index::{slack_degree, BQGraphIndex, Params, Progress, Vectors};
+pub use index::{slack_degree, BQGraphIndex, Filter, Params, Progress, Vectors};
 pub use metric::{float_distance, validate_rows, Metric, MAX_SQUARED_NORM};
 pub use search::{exact_search, SearchResult};
 

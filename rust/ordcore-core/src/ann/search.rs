@@ -3,7 +3,7 @@
 use rayon::prelude::*;
 
 use super::graph;
-use super::index::BQGraphIndex;
+use super::index::{BQGraphIndex, Filter};
 use super::metric::{
     float_distance, prefetch_bytes, prefetch_row, prepare_rows, validate_rows, Metric,
 };
@@ -100,6 +100,18 @@ pub(super) fn result_buffers(nq: usize, k: usize) -> Result<(Vec<i64>, Vec<f32>)
     Ok((ids, ds))
 }
 
+/// Whether a filtered search scans the `allowed` live vectors exactly instead of searching
+/// the graph (`ef` the requested beam, `n_nodes` the graph's size): when the allowed set is
+/// at most [`FILTER_SCAN_FACTOR`] times the beam the graph search would need (`ef` widened by
+/// the share of nodes the filter excludes, `ef * n_nodes / allowed`), i.e. `allowed^2 <=
+/// FILTER_SCAN_FACTOR * ef * n_nodes`.
+pub(super) fn filter_scans(allowed: usize, ef: usize, n_nodes: usize) -> bool {
+    (allowed as u128).pow(2) <= FILTER_SCAN_FACTOR as u128 * ef as u128 * n_nodes as u128
+}
+
+/// See [`filter_scans`] (calibrated in `python/ordcore/ann.py`'s filtered-search notes).
+pub(super) const FILTER_SCAN_FACTOR: usize = 8;
+
 impl BQGraphIndex {
     fn validate_query(&self, q: &[f32]) -> Result<usize> {
         let dim = self.params.dim;
@@ -135,6 +147,25 @@ impl BQGraphIndex {
         rerank: bool,
         rerank_k: Option<usize>,
     ) -> Result<SearchResult> {
+        self.search_filtered(q, k, ef_search, rerank, rerank_k, None)
+    }
+
+    /// [`Self::search`] returning only the ids `filter` allows (all live ids without one).
+    /// Each query gets `min(k, allowed live ids)` results. The beam still traverses every
+    /// node (so the graph stays navigable), but only allowed nodes become candidates, and
+    /// the beam widens by the share of nodes the filter excludes. When few ids are allowed
+    /// ([`filter_scans`]), the search is an exact scan of the allowed vectors instead
+    /// (exact distances, also with `rerank = false`). Unknown ids in an allow-list are an
+    /// `UnknownId` error naming `filter`.
+    pub fn search_filtered(
+        &self,
+        q: &[f32],
+        k: usize,
+        ef_search: usize,
+        rerank: bool,
+        rerank_k: Option<usize>,
+        filter: Option<Filter<'_>>,
+    ) -> Result<SearchResult> {
         ensure!(k >= 1, "k", "must be at least 1, got {k}");
         ensure!(
             ef_search >= 1,
@@ -147,18 +178,27 @@ impl BQGraphIndex {
         let nq = self.validate_query(q)?;
         let dim = self.params.dim;
         let metric = self.params.metric;
+        let allowed = match filter {
+            Some(f) => Some(self.allowed_nodes(f)?),
+            None => None,
+        };
         let (mut ids, mut ds) = result_buffers(nq, k)?;
-        if self.is_empty() {
+        // Live nodes the filter allows (all live nodes without one).
+        let live = allowed.as_ref().map_or(self.len(), |a| a.1);
+        if live == 0 {
             return Ok((ids, ds));
         }
+        let allowed = allowed.map(|a| a.0);
+        let ok =
+            |i: u32| !self.deleted[i as usize] && allowed.as_ref().is_none_or(|a| a[i as usize]);
         let qs = prepare_rows(q, dim, metric);
-        let live = self.len();
         let n_nodes = self.n_nodes();
         // A beam wider than the graph visits nothing more: clamp it (so a huge `ef_search`
         // allocates nothing huge).
         let ef = ef_search.min(n_nodes).max(k);
         let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
-        let scan_all = rerank && ef_search.max(k) >= live;
+        let scan_all = (rerank && ef_search.max(k) >= live)
+            || (allowed.is_some() && filter_scans(live, ef_search.max(k), n_nodes));
         let beam = (ef + self.n_deleted.min(ef))
             .max(((ef as u128 * n_nodes as u128).div_ceil(live as u128)) as usize)
             .min(n_nodes);
@@ -179,7 +219,7 @@ impl BQGraphIndex {
                 .collect()
         };
         let scan = |qr: &[f32]| {
-            let mut live = (0..n_nodes as u32).filter(|&i| !self.deleted[i as usize]);
+            let mut live = (0..n_nodes as u32).filter(|&i| ok(i));
             top_k(exact(qr, &mut live), k)
         };
         enum Found {
@@ -199,7 +239,7 @@ impl BQGraphIndex {
             let mut spill = Vec::new();
             let (cands, scanned) = with_graph_fast!(self, g => {
                 let pool = graph::beam_search(&g, &qc, self.entry, beam, cap, None, Some(&mut spill));
-                let live_in = |&(_, i): &(u32, u32)| !self.deleted[i as usize];
+                let live_in = |&(_, i): &(u32, u32)| ok(i);
                 let mut cands: Vec<(u32, u32)> = pool.iter().copied().filter(live_in).take(target).collect();
                 if cands.len() < target {
                     spill.sort_unstable();
@@ -209,7 +249,7 @@ impl BQGraphIndex {
                 let scanned = if cands.len() < target && !rerank {
                     // Exact code ranking of the live nodes.
                     let mut all: Vec<(u32, u32)> = (0..n_nodes as u32)
-                        .filter(|&i| !self.deleted[i as usize])
+                        .filter(|&i| ok(i))
                         .map(|i| (g.d(&qc, i), i))
                         .collect();
                     all.sort_unstable();

@@ -169,6 +169,6 @@ fn code_space_recall_splits_ties_evenly() {
         }
     }
     let rows = [0.0f32, 1.0, 2.0, 10.0, 11.0];
-    let r = fitness::code_space_recall(&rows, 1, Metric::L2, 2, &[0], &[&Fixed]).unwrap();
+    let r = fitness::code_space_recall(&rows, 1, Metric::L2, 2, None, &[0], &[&Fixed]).unwrap();
     assert!((r[0][0] - (1.0 + 1.0 / 3.0) / 2.0).abs() < 1e-12, "{r:?}");
 }
