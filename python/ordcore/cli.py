@@ -91,7 +91,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     index = ann.BQGraphIndex(
         X.shape[1],
         metric=args.metric,
-        bits=args.bits,
+        bits=args.bits if args.bits == "auto" else int(args.bits),
         R=args.R,
         L_build=args.L_build,
         alpha=args.alpha,
@@ -107,6 +107,9 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     print(f"vectors      {len(index):,}")
     print(f"dimension    {X.shape[1]}")
     print(f"build time   {build_s:.2f} s")
+    print(f"codes        {index.bits} bits, rotation {index.rotation}")
+    if index.choice is not None:
+        print(f"choice       {index.choice['reason']}")
     for part in ("codes", "graph", "float_vectors"):
         print(f"memory {part:<14}{_fmt_bytes(mem[part])}")
     print(f"saved        {args.output}")
@@ -197,6 +200,8 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     print(f"{'vectors':<16}{len(index):,}")
     for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed", "rerank_dtype"):
         print(f"{key:<16}{getattr(index, key)}")
+    if index.choice is not None:
+        print(f"{'choice':<16}{index.choice['reason']}")
     mem = index.memory_usage()
     for part in ("codes", "graph", "float_vectors"):
         print(f"memory {part:<15}{_fmt_bytes(mem[part])}")
@@ -501,14 +506,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
     p.add_argument("--rerank-dtype", choices=["float32", "float16", "bfloat16", "int8"],
                    default="float32", help="element type of the vectors the exact rerank reads")
-    p.add_argument("--bits", type=int, choices=[1, 2, 4, 8], default=2,
-                   help="code bits per dimension (2: sign + magnitude, 1: sign, "
+    p.add_argument("--bits", choices=["auto", "1", "2", "4", "8"], default="auto",
+                   help="code bits per dimension (auto: the cheapest code estimated to reach "
+                        "recall@10 0.97 on the data; 2: sign + magnitude, 1: sign, "
                         "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=64, help="max degree R of the graph")
     p.add_argument("--L-build", type=_positive_int, default=128, help="build beam width L")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")
-    p.add_argument("--rotation", choices=["none", "hadamard"], default="none",
-                   help="hadamard: center and rotate first (for Euclidean-native data)")
+    p.add_argument("--rotation", choices=["auto", "none", "hadamard"], default="auto",
+                   help="hadamard: center and rotate first (for Euclidean-native data); "
+                        "auto: chosen with --bits auto, none with explicit bits")
     p.add_argument("--seed", type=int, default=0, help="seed of the build")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads (default: all cores)")

@@ -56,8 +56,11 @@ def _bits(bits: int) -> int:
             f"bits: the {bits}-bit scalar codes have no GPU path (ordcore.gpu.ann covers the "
             "1- and 2-bit codes); build and search them on the CPU with ordcore.ann.BQGraphIndex"
         )
-    if bits not in (1, 2):
-        raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits}")
+    if bits not in (1, 2) or isinstance(bits, bool):
+        raise InvalidArgumentError(
+            f"bits: must be 1 or 2 on the GPU, got {bits!r} (bits='auto' is a BQGraphIndex "
+            "setting: pass the index's chosen bits)"
+        )
     return bits
 
 
