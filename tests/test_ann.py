@@ -437,7 +437,7 @@ def test_remove_and_compact() -> None:
 
 
 def test_memory_usage_keys() -> None:
-    idx = _index(_gauss(100, 128))
+    idx = _index(_gauss(100, 128), bits=2)
     m = idx.memory_usage()
     assert m["codes"] == 100 * 2 * 2 * 8
     assert m["graph"] == 100 * 64 * 4 + 100 * 4
@@ -474,7 +474,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     idx = _index(_gauss(20, 8))
     idx.save(tmp_path / "b")
     raw = bytearray((tmp_path / "b").read_bytes())
-    raw[8] = 3  # version 3 (this release reads 1 and 2)
+    raw[8] = 4  # version 4 (this release reads 1 to 3)
     import zlib
 
     raw[84:88] = zlib.crc32(bytes(raw[:84])).to_bytes(4, "little")
@@ -531,13 +531,17 @@ def test_fitness_warning_and_report() -> None:
     rng = np.random.default_rng(17)
     centers = 2 * rng.standard_normal((30, 64)).astype(np.float32)
     x = np.abs(centers[rng.integers(0, 30, 1500)] + _gauss(1500, 64, 17)) + 0.1
-    idx = ann.BQGraphIndex(64, metric="l2")
+    idx = ann.BQGraphIndex(64, metric="l2", bits=2)
     with pytest.warns(ordcore.BQFitnessWarning, match="hadamard"):
         idx.add(x)
+    # The automatic choice picks a code that serves this data: no warning.
+    auto = ann.BQGraphIndex(64, metric="l2")
+    auto.add(x)
+    assert auto.choice is not None and auto.bits != 2
     rep = ann.bq_fitness(x, sample=500, metric="l2")
     assert rep["recommended_rotation"] == "hadamard"
     assert rep["recall_rotated"] > rep["recall"] and not rep["fit"]
-    rot = ann.BQGraphIndex(64, metric="l2", rotation="hadamard")
+    rot = ann.BQGraphIndex(64, metric="l2", bits=2, rotation="hadamard")
     rot.add(x)  # fit once rotated: no warning (pytest turns warnings into errors)
     with pytest.raises(ValueError, match="k"):
         ann.bq_fitness(x[:5], k=10, metric="l2")

@@ -363,7 +363,7 @@ def test_load_refuses_stored_vectors_that_add_would_refuse(
 ) -> None:
     # 64 rows x 8 dims: the vectors (2048 bytes, a multiple of 64) end the file.
     x = _gauss(64, 8, 31)
-    idx = ann.BQGraphIndex(8, metric=metric)  # type: ignore[arg-type]
+    idx = ann.BQGraphIndex(8, metric=metric, bits=2)  # type: ignore[arg-type]
     idx.add(x)
     p = tmp_path / "x.ordann"
     idx.save(p)
@@ -376,7 +376,7 @@ def test_load_refuses_stored_vectors_that_add_would_refuse(
 
 
 def test_load_refuses_a_zero_vector_under_cosine(tmp_path: Path) -> None:
-    idx = ann.BQGraphIndex(8, metric="cosine")
+    idx = ann.BQGraphIndex(8, metric="cosine", bits=2)
     idx.add(_gauss(64, 8, 32))
     p = tmp_path / "x.ordann"
     idx.save(p)

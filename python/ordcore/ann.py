@@ -44,7 +44,7 @@ import math
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Literal, TypedDict
+from typing import Any, Callable, Literal, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -650,8 +650,9 @@ def choose_codes(
         ``bits``, ``rotation``, ``target``, ``base`` (``base_size``), ``sample`` (query rows),
         ``estimates`` (``"bits/rotation"`` -> estimate, e.g. ``"2/none"``) and ``reason`` (a
         sentence). When no code reaches ``target``, 8 bits with the best-scoring rotation.
-        With ``k + 1`` rows or fewer nothing can be estimated: 8 bits, no rotation unless
-        asked.
+        With fewer than 1000 rows (or ``k + 1``) the estimate says nothing about the index
+        they start (every code finds most of a small base's top 64): 8 bits, no rotation
+        unless asked, ``sample`` 0 and no ``estimates``.
 
     Raises
     ------
@@ -679,13 +680,16 @@ def choose_codes(
     base = n if base_size is None else size_arg("base_size", base_size, 1)
     rots: tuple[str | None, ...] = (None, "hadamard") if rotation == "auto" else (rotation,)
     configs = [(b, r) for b in _WIDTHS for r in rots]
-    if min(n, base) <= k:
+    if min(n, base) < max(_FITNESS_MIN_ROWS, k + 1):
+        # The estimate reads the top 64 of the rows: on a few hundred rows every code finds
+        # nearly all of them, which says nothing about the index those rows start.
         rot = None if rotation == "auto" else rotation
         return CodeChoice(
             bits=8, rotation=rot, target=target, base=base, sample=0, estimates={},
             reason=(
                 f"8 bits{' with rotation=hadamard' if rot else ''}: {min(n, base)} rows are "
-                f"too few to estimate recall@{k}, so the most accurate code"
+                f"too few to estimate recall@{k} (fewer than {max(_FITNESS_MIN_ROWS, k + 1)}), "
+                "so the most accurate code"
             ),
         )
     queries = int(min(_CHOICE_SAMPLE, max(_CHOICE_MIN_SAMPLE,
@@ -941,7 +945,7 @@ class BQGraphIndex:
         :func:`choose_codes`; saved in the index file); ``None`` with explicit ``bits`` and
         before that first ``add``."""
         choice = self._meta.get("choice")
-        return CodeChoice(**choice) if isinstance(choice, dict) else None
+        return cast(CodeChoice, dict(choice)) if isinstance(choice, dict) else None
 
     # -- parameters -----------------------------------------------------------------
     @property
