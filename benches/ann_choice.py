@@ -8,6 +8,12 @@ top-``depth`` candidates, :func:`ordcore.ann._estimates`) and the recall@10 of a
 
     python benches/ann_choice.py glosses --n 20000 100000
     python benches/ann_choice.py sift --n 20000 200000 --bits 4 8
+
+With ``--filter``, it measures filtered search instead (a ``bits=2`` index; recall@10 against
+exact filtered search and queries per second on 1 thread, per share of allowed ids), around
+the switch to the exact scan of the allowed set (``allowed**2 <= 4 * ef * n``):
+
+    python benches/ann_choice.py glosses --n 100000 --filter
 """
 
 from __future__ import annotations
@@ -33,7 +39,12 @@ def main() -> None:
     p.add_argument("--bits", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--rotation", nargs="+", default=["none", "hadamard"])
     p.add_argument("--no-graph", action="store_true")
+    p.add_argument("--filter", action="store_true")
     a = p.parse_args()
+    if a.filter:
+        for n in a.n:
+            filtered(a.dataset, n, a.nq)
+        return
     for n in a.n:
         if a.dataset == "random":
             rng = np.random.default_rng(0)
@@ -63,6 +74,31 @@ def main() -> None:
                 rec = [ann.recall_at_k(idx.search(q, 10, ef_search=ef)[0], gt) for ef in (64, 128)]
                 line += f" graph@64={rec[0]:.4f} graph@128={rec[1]:.4f} build={tb:.1f}s"
             print(line, flush=True)
+
+
+def filtered(dataset: str, n: int, nq: int) -> None:
+    x, q, _, metric = load(dataset, n, nq)
+    idx = ann.BQGraphIndex(x.shape[1], metric=metric, bits=2)  # type: ignore[arg-type]
+    idx.add(x)
+    n = len(x)
+    switch = (4 * 64 * n) ** 0.5
+    print(f"# {dataset} n={n}: exact scan below {switch:.0f} allowed ids ({switch / n:.4f})")
+    rng = np.random.default_rng(0)
+    for share in (0.5, 0.2, 0.1, 1.1 * switch / n, 0.99 * switch / n, 0.05, 0.01, 0.001):
+        m = max(1, int(share * n))
+        rows = np.sort(rng.choice(n, size=m, replace=False))
+        truth = ann.exact_search(x[rows], q, 10, metric=metric)[0]  # type: ignore[arg-type]
+        truth = np.where(truth >= 0, rows[np.maximum(truth, 0)], -1)
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            found = idx.search(q, 10, filter=rows, num_threads=1)[0]
+            times.append(time.perf_counter() - t)
+        kk = min(10, m)
+        rec = ann.recall_at_k(found[:, :kk], truth[:, :kk])
+        path = "scan" if m * m <= 4 * 64 * n else "graph"
+        print(f"share={share:.4f} allowed={m:7d} path={path:5s} recall@10={rec:.4f} "
+              f"qps={len(q) / min(times):8.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ def crcs(b):
     b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
 
 # Seed files: every metric, every code width, rotation on and off, removed nodes; format
-# version 1 (1/2-bit codes, float32 store) and 2 (scalar codes, compact rerank stores).
+# version 1 (1/2-bit codes, float32 store), 2 (scalar codes, compact rerank stores) and 3
+# (the automatic code choice as metadata: a made choice, and a pending one of an empty index).
 bases = []
 for i, (metric, bits, rot, dim, store) in enumerate([
     ("l2", 2, None, 16, "float32"), ("cosine", 1, None, 70, "float32"),
@@ -48,15 +49,35 @@ for i, (metric, bits, rot, dim, store) in enumerate([
     idx.save(p)
     with open(p, "rb") as f:
         bases.append((bytearray(f.read()), dim))
+for i, (metric, dim, n) in enumerate([("l2", 12, 1200), ("cosine", 20, 150), ("ip", 6, 0)]):
+    idx = ann.BQGraphIndex(dim, metric=metric, R=8, L_build=16)
+    if n:
+        idx.add(np.random.default_rng(50 + i).standard_normal((n, dim)).astype(np.float32))
+        idx.remove(np.arange(0, n, 9))
+    p = os.path.join(tmp, f"auto{i}.ordann")
+    idx.save(p)
+    with open(p, "rb") as f:
+        b = bytearray(f.read())
+    assert struct.unpack_from("<I", b, 8)[0] == 3
+    bases.append((b, dim))
+
+def set_meta(b, text):
+    # Replaces the metadata section (the payload's end) and fixes both lengths.
+    old = struct.unpack_from("<Q", b, 88)[0]
+    start = len(b) - ((old + 63) // 64 * 64)
+    body = text + bytes((-len(text)) % 64)
+    b[start:] = body
+    struct.pack_into("<Q", b, 88, len(text))
+    struct.pack_into("<Q", b, 72, len(b) - 128)
 
 # Header fields a crafted header sets: (offset, struct format).
 FIELDS = [(8, "<I"), (12, "<I"), (16, "<Q"), (24, "<B"), (25, "<B"), (26, "<B"), (27, "<B"),
           (28, "<I"), (32, "<I"), (36, "<I"), (40, "<d"), (48, "<Q"), (56, "<Q"), (64, "<Q"),
-          (72, "<Q")]
+          (72, "<Q"), (88, "<Q")]
 SPECIAL = [0, 1, 2, 3, 63, 64, 65, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**64 - 1]
 
 def mutate(b, dim):
-    kind = int(rng.integers(0, 6))
+    kind = int(rng.integers(0, 7))
     b = bytearray(b)
     if kind == 0:  # truncation (or extension)
         cut = int(rng.integers(0, len(b) + 1))
@@ -90,6 +111,15 @@ def mutate(b, dim):
                  b"\x01\x00\x00\x00", b"\x77\x00\x00\x00", b"\x00\x00\x80\xff"][int(rng.integers(0, 7))]
             b[o:o + 4] = v
         crcs(b)
+    elif kind == 6 and struct.unpack_from("<I", b, 8)[0] == 3:  # crafted metadata
+        good = {"choice": {"bits": 4, "rotation": None, "target": 0.97, "base": 10,
+                           "sample": 5, "estimates": {"4/none": 1.0}, "reason": "r"}}
+        text = [b"", b"{", b"null", b"[]", b"\xff\xfe", b'{"pending": 1}',
+                b'{"pending": {"rotation": "pca"}}', b'{"choice": {}}', json.dumps(good).encode(),
+                b'{"pending": {"rotation": "auto"}}', bytes(rng.integers(0, 256, 40).astype(np.uint8)),
+                ][int(rng.integers(0, 11))]
+        set_meta(b, text)
+        crcs(b)
     else:  # a random block copied elsewhere, checksums recomputed
         n = int(rng.integers(1, 256))
         src, dst = (int(rng.integers(128, max(129, len(b) - n))) for _ in range(2))
@@ -120,8 +150,16 @@ for i in range(count):
     try:
         d = idx.dim
         q = np.random.default_rng(i).standard_normal((4, d)).astype(np.float32)
+        _ = (idx.bits, idx.rotation, idx.choice, repr(idx))
+        if len(idx):
+            got = idx.get(idx.ids[:3])
+            if got.shape != (min(3, len(idx)), d) or not np.isfinite(got).all():
+                failures.append(f"case {i} kind {kind}: bad get output {got}")
         for rerank in (True, False):
-            ids, dist = idx.search(q, k=5, ef_search=16, rerank=rerank)
+            flt = idx.ids[::2] if i % 2 else None
+            ids, dist = idx.search(q, k=5, ef_search=16, rerank=rerank, filter=flt)
+            if flt is not None and not np.isin(ids[ids >= 0], flt).all():
+                failures.append(f"case {i} kind {kind}: filtered search returned {ids}")
             live = set(idx.ids.tolist())
             ok = (ids == -1) | np.isin(ids, list(live) or [-2])
             if not ok.all() or np.isnan(dist).any() or not np.isfinite(dist[ids >= 0]).all():

@@ -109,8 +109,12 @@ pub(super) fn filter_scans(allowed: usize, ef: usize, n_nodes: usize) -> bool {
     (allowed as u128).pow(2) <= FILTER_SCAN_FACTOR as u128 * ef as u128 * n_nodes as u128
 }
 
-/// See [`filter_scans`] (calibrated in `python/ordcore/ann.py`'s filtered-search notes).
-pub(super) const FILTER_SCAN_FACTOR: usize = 8;
+/// See [`filter_scans`]. Measured (`python benches/ann_choice.py glosses --n 100000 --filter`,
+/// 2-bit codes, `ef_search` 64, 1 thread, queries per second of the graph path / the exact
+/// scan, recall@10 of the graph path): 5,000 allowed ids 713 / 667 (0.993), 3,000: 365 /
+/// ~1,100 (0.997), 1,000: 98 / 3,946 (0.997), 10,000: 1,086 / ~330 (0.998); the two cost the
+/// same at about 5,000 = sqrt(4 * 64 * 100,000).
+pub(super) const FILTER_SCAN_FACTOR: usize = 4;
 
 impl BQGraphIndex {
     fn validate_query(&self, q: &[f32]) -> Result<usize> {
@@ -204,6 +208,13 @@ impl BQGraphIndex {
             .min(n_nodes);
         let cap = graph::dup_cap(ef);
         let target = if rerank { rk } else { k }.min(live);
+        // A filtered beam holds about `ef` allowed nodes, not always `rerank_k`: it falls back
+        // to a scan only when it holds fewer than `k`.
+        let need = if allowed.is_some() {
+            k.min(live)
+        } else {
+            target
+        };
         let vecs = self.vectors.as_slice();
         let compact = self.compact.as_ref();
         // Exact distances of `qr` to nodes (rows decoded from a compact store).
@@ -246,7 +257,7 @@ impl BQGraphIndex {
                     cands.extend(spill.iter().copied().filter(live_in).take(target - cands.len()));
                     cands.sort_unstable();
                 }
-                let scanned = if cands.len() < target && !rerank {
+                let scanned = if cands.len() < need && !rerank {
                     // Exact code ranking of the live nodes.
                     let mut all: Vec<(u32, u32)> = (0..n_nodes as u32)
                         .filter(|&i| ok(i))
@@ -263,7 +274,7 @@ impl BQGraphIndex {
             if let Some(all) = scanned {
                 return Ok(Found::Candidates(all.into_iter().map(|(_, i)| i).collect()));
             }
-            if cands.len() < target {
+            if cands.len() < need {
                 return Ok(Found::Done(scan(qr)));
             }
             Ok(Found::Candidates(
