@@ -172,3 +172,124 @@ fn code_space_recall_splits_ties_evenly() {
     let r = fitness::code_space_recall(&rows, 1, Metric::L2, 2, None, &[0], &[&Fixed]).unwrap();
     assert!((r[0][0] - (1.0 + 1.0 / 3.0) / 2.0).abs() < 1e-12, "{r:?}");
 }
+
+#[test]
+fn scalar_fitness_scores_exactly_as_search_does() {
+    // The fitness scorer of the 4- and 8-bit codes gives, bit for bit, the asymmetric
+    // distance the index's search computes (query form of the row against each code).
+    let (n, dim) = (300, 20);
+    let x = gauss(n, dim, 41);
+    for (bits, metric, rotation) in [
+        (8, Metric::L2, true),
+        (4, Metric::Cosine, true),
+        (8, Metric::Ip, false),
+    ] {
+        let mut p = params(dim, metric);
+        p.bits = bits;
+        p.rotation = rotation;
+        p.seed = 5;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.add(&x, None, None).unwrap();
+        let rows = metric::prepare_rows(&x, dim, metric);
+        let rot = rotation
+            .then(|| rotation::Rotation::new(dim, 5, encode::column_mean(&rows, dim)).unwrap());
+        let scorer = fitness::ScalarCodes::new(&rows, dim, bits, metric, rot).unwrap();
+        let dist = idx.sq_dist();
+        let cw = idx.cw;
+        for i in [0usize, 17, 299] {
+            let mut out = vec![0f32; n];
+            fitness::CodeScorer::scores(&scorer, i, &mut out);
+            let qf = idx.encode_query(&rows[i * dim..(i + 1) * dim]).unwrap();
+            for (j, &o) in out.iter().enumerate() {
+                let want = dist.query_distance(&qf, &idx.codes[j * cw..(j + 1) * cw]);
+                assert_eq!(o.to_bits(), want.to_bits(), "bits {bits} row {i} vs {j}");
+            }
+        }
+    }
+}
+
+#[test]
+fn filtered_search_equals_exact_filtered_search() {
+    let (n, dim) = (2000, 16);
+    let x = gauss(n, dim, 43);
+    let mut idx = BQGraphIndex::new(params(dim, Metric::L2)).unwrap();
+    let ids: Vec<i64> = (0..n as i64).map(|i| 5 * i + 1).collect();
+    idx.add(&x, Some(&ids), None).unwrap();
+    let q = gauss(20, dim, 44);
+    // 10 allowed rows: the exact-scan path, equal to exact search over those rows.
+    let rows: Vec<usize> = (0..10).map(|i| i * 150 + 3).collect();
+    let allow: Vec<i64> = rows.iter().map(|&r| ids[r]).collect();
+    let sub: Vec<f32> = rows
+        .iter()
+        .flat_map(|&r| x[r * dim..(r + 1) * dim].to_vec())
+        .collect();
+    let (eids, eds) = exact_search(&sub, &q, dim, 5, Metric::L2).unwrap();
+    let eids: Vec<i64> = eids.iter().map(|&i| allow[i as usize]).collect();
+    for rerank in [true, false] {
+        let (fids, fds) = idx
+            .search_filtered(&q, 5, 64, rerank, None, Some(Filter::Ids(&allow)))
+            .unwrap();
+        assert_eq!(fids, eids);
+        assert_eq!(fds, eds);
+    }
+    let mut bitmap = vec![false; 5 * n];
+    for &a in &allow {
+        bitmap[a as usize] = true;
+    }
+    let (bids, _) = idx
+        .search_filtered(&q, 5, 64, true, None, Some(Filter::Bitmap(&bitmap)))
+        .unwrap();
+    assert_eq!(bids, eids);
+    // Half the ids (the graph path): only allowed ids come back, k of them.
+    let half: Vec<bool> = (0..5 * n).map(|i| i % 10 == 1).collect();
+    let (hids, _) = idx
+        .search_filtered(&q, 10, 64, true, None, Some(Filter::Bitmap(&half)))
+        .unwrap();
+    assert!(hids.iter().all(|&i| i >= 0 && i % 10 == 1));
+    // Unknown ids name the filter.
+    let err = idx
+        .search_filtered(&q, 5, 64, true, None, Some(Filter::Ids(&[1, 2])))
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::UnknownId { arg: "filter", .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn get_returns_stored_rows_and_refuses_unknown_ids() {
+    let x = gauss(50, 8, 45);
+    let mut idx = BQGraphIndex::new(params(8, Metric::L2)).unwrap();
+    idx.add(&x, None, None).unwrap();
+    idx.remove(&[3]).unwrap();
+    let got = idx.get(&[4, 4, 0]).unwrap();
+    assert_eq!(&got[..8], &x[32..40]);
+    assert_eq!(&got[8..16], &x[32..40]);
+    assert_eq!(&got[16..], &x[..8]);
+    let err = idx.get(&[1, 3, 99]).unwrap_err();
+    assert!(
+        matches!(&err, Error::UnknownId { arg: "ids", reason } if reason.contains("3, 99")),
+        "{err}"
+    );
+}
+
+#[test]
+fn metadata_is_saved_as_version_3_and_only_then() {
+    let dir = std::env::temp_dir().join(format!("ordcore-meta-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = gauss(40, 8, 46);
+    let mut idx = BQGraphIndex::new(params(8, Metric::L2)).unwrap();
+    idx.add(&x, None, None).unwrap();
+    let plain = dir.join("plain");
+    format::save(&idx, &plain).unwrap();
+    assert_eq!(std::fs::read(&plain).unwrap()[8], 1);
+    idx.set_meta("{\"choice\": 1}".into());
+    let with = dir.join("with");
+    format::save(&idx, &with).unwrap();
+    assert_eq!(std::fs::read(&with).unwrap()[8], 3);
+    let back = format::load(&with, false).unwrap();
+    assert_eq!(back.meta(), "{\"choice\": 1}");
+    assert_eq!(back.search(&x[..8], 3, 16, true, None).unwrap().0[0], 0);
+    assert_eq!(format::load(&plain, true).unwrap().meta(), "");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
