@@ -409,3 +409,29 @@ def test_sample_data_writes_the_bundled_sets(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main(["sample-data", "-o", str(tmp_path / "lengths.npy")]) == 2
     assert "is a file, not a folder" in capsys.readouterr().err
+
+
+def test_index_build_bits(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--bits auto`` (the default) records and prints the choice; explicit bits and
+    rotation are kept; a width outside {auto, 1, 2, 4, 8} is a usage error."""
+    base_path, _, _, _ = vectors
+    auto_path, four_path = tmp_path / "auto.ordann", tmp_path / "four.ordann"
+    assert main(["index", "build", str(base_path), "-o", str(auto_path), "--metric", "l2",
+                 "--R", "8", "--L-build", "16", "-q"]) == 0
+    out = capsys.readouterr().out
+    index = ann.BQGraphIndex.load(auto_path)
+    assert index.choice is not None and index.choice["reason"] in out
+    assert main(["index", "info", str(auto_path)]) == 0
+    assert index.choice["reason"] in capsys.readouterr().out
+    assert main(["index", "build", str(base_path), "-o", str(four_path), "--metric", "l2",
+                 "--R", "8", "--L-build", "16", "-q", "--bits", "4",
+                 "--rotation", "hadamard"]) == 0
+    four = ann.BQGraphIndex.load(four_path)
+    assert (four.bits, four.rotation, four.choice) == (4, "hadamard", None)
+    with pytest.raises(SystemExit):
+        main(["index", "build", str(base_path), "-o", "x", "--bits", "3"])
+    assert "--bits" in capsys.readouterr().err
