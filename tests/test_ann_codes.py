@@ -166,6 +166,14 @@ def test_gpu_paths_refuse_scalar_codes(bits: int) -> None:
         gpu_ann.code_distance(x, x, 8, bits)
 
 
+def test_gpu_paths_refuse_auto_bits() -> None:
+    from ordcore.gpu import ann as gpu_ann
+
+    x = np.ones((2, 8), np.float32)
+    with pytest.raises(ordcore.InvalidArgumentError, match="bits.*'auto'.*chosen bits"):
+        gpu_ann.encode(x, bits="auto")  # type: ignore[arg-type]
+
+
 def _rounded(x: np.ndarray, dtype: str) -> np.ndarray:
     """The stored vectors of each rerank dtype, computed independently with NumPy."""
     if dtype == "float32":
