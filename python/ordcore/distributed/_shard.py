@@ -261,8 +261,13 @@ class Shard:
 
     # -- search ----------------------------------------------------------------------
     def search(
-        self, Q: npt.NDArray[np.float32], k: int, ef_search: int, kwargs: dict[str, Any]
+        self, Q: npt.NDArray[np.float32], k: int, ef_search: int, kwargs: dict[str, Any],
+        flt: npt.NDArray[Any] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """``BQGraphIndex.search``; ``flt`` is its ``filter`` (this shard's share of an
+        allow-list, or the bitmap every shard gets)."""
+        if flt is not None:
+            kwargs = {**kwargs, "filter": flt}
         return self._idx().search(
             Q, k, ef_search=ef_search, num_threads=self.num_threads, **kwargs
         )

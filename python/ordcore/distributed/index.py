@@ -712,9 +712,8 @@ class ShardedIndex:
             ask = {}  # nothing added yet: no shard holds a vector
         q_ref = ray.put(q)  # one copy into the object store, shared by every shard
         shard_refs = {
-            s: actors[s].search.remote(
-                q_ref, k, ef_search, kwargs if f is None else {**kwargs, "filter": f})
-            for s, f in ask.items()
+            s: actors[s].search.remote(q_ref, k, ef_search, kwargs, f)
+            for s, f in ask.items()  # f as an argument of its own: a bitmap ref is resolved
         }
         refs = list(shard_refs.values())
         waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1] if refs else []
