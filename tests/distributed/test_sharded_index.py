@@ -99,7 +99,8 @@ def test_exhaustive_shards_merge_to_the_exact_top_k(tmp_path: Path) -> None:
 
 def test_shards_share_parameters_threads_and_zero_copy(tmp_path: Path, ray_cluster: Any) -> None:
     with ShardedIndex(
-        16, 2, path=tmp_path / "ix", num_cpus_per_shard=0.5, metric="l2", seed=11, rotation="hadamard"
+        16, 2, path=tmp_path / "ix", num_cpus_per_shard=0.5, metric="l2", seed=11,
+        rotation="hadamard", bits=2,
     ) as ix:
         q = ray_cluster.put(np.zeros((3, 16), np.float32))
         infos = ray_cluster.get([a.info.remote(q) for a in ix.actors])
@@ -107,8 +108,9 @@ def test_shards_share_parameters_threads_and_zero_copy(tmp_path: Path, ray_clust
         # the query arrived as a read-only view of the object store, not a copy
         assert not any(i["q_writeable"] or i["q_owndata"] for i in infos)
         m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-        assert m["params"] == {"metric": "l2", "seed": 11, "rotation": "hadamard"}
-        assert m["id_hash"] == "splitmix64(id) % num_shards" and m["format_version"] == 1
+        assert m["params"] == {"metric": "l2", "seed": 11, "rotation": "hadamard", "bits": 2}
+        assert m["shard_params"] == m["params"] and m["choice"] is None and ix.choice is None
+        assert m["id_hash"] == "splitmix64(id) % num_shards" and m["format_version"] == 2
         for s in m["shards"]:
             assert ann.BQGraphIndex.load(tmp_path / "ix" / s["file"]).seed == 11
 
@@ -128,13 +130,13 @@ def _sharded_vs_single(base: Any, queries: Any, metric: str, tmp: Path, **params
 def test_sharded_recall_at_least_single_on_sift(shared_data: Path, tmp_path: Path) -> None:
     base = np.load(shared_data / "ann" / "sift_base.npy")[:10_000]
     queries = np.load(shared_data / "ann" / "sift_queries.npy")[:200]
-    _sharded_vs_single(base, queries, "l2", tmp_path / "s", rotation="hadamard", R=32)
+    _sharded_vs_single(base, queries, "l2", tmp_path / "s", rotation="hadamard", R=32, bits=2)
 
 
 def test_sharded_recall_at_least_single_on_glosses(shared_data: Path, tmp_path: Path) -> None:
     base = np.load(shared_data / "ann" / "glosses_base.npy")[:10_000]
     queries = np.load(shared_data / "ann" / "glosses_queries.npy")[:200]
-    _sharded_vs_single(base, queries, "cosine", tmp_path / "g", R=32)
+    _sharded_vs_single(base, queries, "cosine", tmp_path / "g", R=32, bits=2)
 
 
 def test_killed_shard_costs_a_retry_not_an_answer(tmp_path: Path, ray_cluster: Any) -> None:
@@ -187,14 +189,14 @@ def test_timeout_and_allow_partial(tmp_path: Path) -> None:
 def test_save_load_and_manifest_checks(tmp_path: Path) -> None:
     X, Q = _data()
     path = tmp_path / "ix"
-    with ShardedIndex(16, 2, path=path, metric="l2", R=16) as ix:
+    with ShardedIndex(16, 2, path=path, metric="l2", R=16, bits=2) as ix:
         ix.add(X[:800])
         ix.add(X[800:])  # an incremental add
         ix.remove([5, 6, 7])
         ix.save()
         want = ix.search(Q, 10, ef_search=48)
     with ShardedIndex.load(path) as ix:
-        assert len(ix) == X.shape[0] - 3 and ix.params == {"metric": "l2", "R": 16}
+        assert len(ix) == X.shape[0] - 3 and ix.params == {"metric": "l2", "R": 16, "bits": 2}
         got = ix.search(Q, 10, ef_search=48)
         np.testing.assert_array_equal(got[0], want[0])
         ix.add(Q[:2] + 50)  # default ids continue after the largest id ever added
@@ -212,6 +214,11 @@ def test_save_load_and_manifest_checks(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"shard 1: .* is missing"):
         ShardedIndex.load(path)
     shard_file.write_bytes(good)
+    v1 = {k: v for k, v in m.items() if k not in ("shard_params", "choice")}
+    (path / "manifest.json").write_text(json.dumps({**v1, "format_version": 1}))
+    with ShardedIndex.load(path) as old:  # written before bits="auto": explicit parameters
+        assert old.shard_params == old.params and old.choice is None and len(old) == 1199
+        assert old.bits == 2
     (path / "manifest.json").write_text(json.dumps({**m, "format_version": 99}))
     with pytest.raises(ordcore.IndexFormatError, match="newer"):
         ShardedIndex.load(path)

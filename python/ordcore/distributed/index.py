@@ -157,9 +157,14 @@ class ShardedIndex:
     max_restarts : int
         Restarts Ray allows each actor (and retries of the call that found it dead).
     **params
-        Passed unchanged to every shard's ``BQGraphIndex`` (``metric``, ``bits``, ``R``,
+        Passed to every shard's ``BQGraphIndex`` (``metric``, ``bits``, ``R``,
         ``L_build``, ``alpha``, ``rotation``, ``seed``, ...), and validated on the driver
-        first.
+        first. With ``bits="auto"`` (given, or the single index's default where it is
+        ``"auto"``) the driver calls ``ordcore.ann.choose_codes(sample, metric=...,
+        base_size=<rows of the first non-empty add>)`` once, on a sample of up to
+        ``CHOICE_SAMPLE_ROWS`` rows of that add, and only then creates every shard's index
+        with the explicit ``bits`` / ``rotation`` chosen (:attr:`choice`,
+        :attr:`shard_params`, both in the manifest).
 
     Raises
     ------
@@ -171,6 +176,9 @@ class ShardedIndex:
         ``num_shards < 1``, a bad ``num_cpus_per_shard`` or index parameter.
     FileExistsError
         ``path`` holds a manifest already.
+
+    A constructor that raises leaves nothing at ``path``: the files it wrote and the
+    folders it created are removed (a folder that existed keeps what it held).
 
     Notes
     -----
@@ -439,8 +447,12 @@ class ShardedIndex:
         ----------
         X : array_like, shape (n, dim), or ray.data.Dataset
             A NumPy array (float or small-integer dtype, as ``BQGraphIndex.add``), or a Ray
-            Dataset with a fixed-shape tensor (or list) column ``vector_column``: it is
-            streamed to the shards in batches of 16,384 rows, never collected on the driver.
+            Dataset with a fixed-shape tensor (or list) column ``vector_column``: each of
+            its blocks is routed to the shards by a Ray task of its own (at most
+            ``DATASET_TASKS_IN_FLIGHT`` at once, ``ROUTE_TASK_CPUS`` each) that validates
+            it and sends every shard its rows in batches of ``DATASET_BATCH_ROWS``; the
+            rows never pass through the driver, which sees references, row counts and the
+            shards' acknowledgements.
         ids : array_like of int64, shape (n,), optional
             Distinct ids not in the index. Default: consecutive ids after the largest id
             ever added (for a Dataset, in its row order, or the ``id_column``).
@@ -873,8 +885,9 @@ class ShardedIndex:
             files = [str(s["file"]) for s in shards]
             sums = [str(s["sha256"]) for s in shards]
             next_id = int(m["next_id"])
-            # version 1: explicit bits, the shards built with ``params``
-            shard_params = m.get("shard_params", params)
+            # version 1 (before bits="auto"): the shards were built with ``params`` and that
+            # version's default bits=2
+            shard_params = m["shard_params"] if "shard_params" in m else {"bits": 2, **params}
             shard_params = None if shard_params is None else dict(shard_params)
             choice = m.get("choice")
             choice = None if choice is None else dict(choice)
