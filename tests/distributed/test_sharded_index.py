@@ -386,7 +386,9 @@ def test_dataset_blocks_reach_the_shards_without_the_driver(
     ds = ray.data.from_numpy_refs([ray_cluster.put(X[i:i + 300]) for i in range(0, 1200, 300)])
     keyed = ray.data.from_items([{"emb": x, "key": int(i)} for x, i in zip(X, keys)],
                                 override_num_blocks=3)
-    with ShardedIndex(16, 3, path=tmp_path / "ref", metric="l2") as ref:
+    # explicit bits: with bits="auto" a sample of the first add (at most CHOICE_SAMPLE_ROWS
+    # rows) is meant to reach the driver
+    with ShardedIndex(16, 3, path=tmp_path / "ref", metric="l2", bits=2) as ref:
         ref.add(X[:50])
         ref.add(X, keys)
         ref.add(X[50:])
@@ -396,7 +398,7 @@ def test_dataset_blocks_reach_the_shards_without_the_driver(
         def refuse(self: Any, *a: Any, name: str = name, **k: Any) -> Any:
             raise AssertionError(f"Dataset.{name} ran on the driver")
         monkeypatch.setattr(ray.data.Dataset, name, refuse)
-    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2") as ix:
+    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2", bits=2) as ix:
         ix.add(ds.limit(50), vector_column="data")  # default ids 0..49
         ix.add(keyed, vector_column="emb", id_column="key")
         ix.add(X[50:])  # default ids continue after the largest id
@@ -458,6 +460,13 @@ def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: 
         assert e.bits == "auto" and len(e) == 0
         e.add(X[:1500])
         assert e.choice == dict(want)
+    # a Dataset's first add: the choice from its rows, base_size its row count
+    import ray.data
+
+    with ShardedIndex(32, 2, path=tmp_path / "ds", metric="l2") as d:
+        d.add(ray.data.from_numpy(X[:1500]), vector_column="data")
+        assert d.choice is not None and d.choice["base"] == 1500
+        assert (d.bits, d.rotation) == (want["bits"], want["rotation"])
 
 
 @needs_ann_api
