@@ -22,6 +22,17 @@ needs_trl = pytest.mark.skipif(
 )
 
 
+#: What every packed row holds beyond TRL's columns (materialize's fields, token ranges).
+ADDED = ["position_ids", "segment_ids", "cu_seqlens", "cu_seqlens_padded", "max_seqlen",
+         "num_real_tokens", "seq_index", "start", "stop"]
+
+
+def trl_columns(packed: Any, theirs: Any) -> Any:
+    """Our packed rows restricted to TRL's columns (the rest is checked on its own)."""
+    assert packed.column_names == theirs.column_names + ADDED
+    return packed.select_columns(theirs.column_names)
+
+
 def trl_pack(ds: Any, max_len: int, strategy: str) -> Any:
     trl_data_utils = pytest.importorskip("trl.data_utils", reason="TRL is a test dependency")
     datasets.disable_progress_bars()
@@ -54,6 +65,37 @@ def real_lengths(shared_data: Path, corpus: str, n: int | None = None) -> np.nda
 def rows(ds: Any) -> Iterator[dict[str, list[int]]]:
     table = ds.with_format("arrow")[:]
     yield from table.to_pylist()
+
+
+def check_materialize_fields(packed: Any, lengths: np.ndarray, *, algorithm: str = "bfd",
+                             overlong: str = "truncate", max_len: int | None = None,
+                             rows_to_check: int = 40) -> None:
+    """Row p holds what ``materialize(plan, tokens, layout="flat", rows=[p])`` gives, for
+    the plan ``pack`` makes on the same lengths (``labels`` too when the source had none)."""
+    from ordcore.packing import materialize
+
+    t = packed.with_format("arrow")[:]
+    if max_len is None:
+        max_len = max(sum(r) for r in t.column("seq_lengths").to_pylist())
+    plan = pack(lengths, max_len, algorithm=algorithm, overlong=overlong, allow_empty=True)
+    assert t.num_rows == plan.num_packs
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    values = np.arange(int(offsets[-1]), dtype=np.int64) + 1  # token_dataset's ids
+    own_labels = not np.array_equal(
+        np.concatenate(t.column("labels").to_pylist() or [[]]),
+        -np.concatenate(t.column("input_ids").to_pylist() or [[]]))
+    for p in np.linspace(0, plan.num_packs - 1, min(rows_to_check, plan.num_packs)).astype(int):
+        b = materialize(plan, (values, offsets), pad_id=0, layout="flat", rows=[int(p)])
+        row = {c: t.column(c)[int(p)].as_py() for c in t.column_names}
+        names = ["input_ids", "position_ids", "segment_ids"] + (["labels"] if own_labels else [])
+        for name in names:
+            assert row[name] == getattr(b, name)[0].tolist(), (p, name)
+        for name in ("cu_seqlens", "cu_seqlens_padded", "seq_index"):
+            assert row[name] == getattr(b, name).tolist(), (p, name)
+        assert row["max_seqlen"] == b.max_seqlen and row["num_real_tokens"] == b.num_real_tokens
+        a = plan.pack_offsets
+        assert row["start"] == plan.start[a[p]:a[p + 1]].tolist()
+        assert row["stop"] == plan.stop[a[p]:a[p + 1]].tolist()
 
 
 def check_semantics(packed: Any, lengths: np.ndarray, max_len: int, overlong: str) -> None:
@@ -101,9 +143,10 @@ def test_one_batch_equals_trl(shared_data: Path, corpus: str, n: int, max_len: i
     """On at most 1,000 rows (one TRL map batch) bfd gives TRL's packs, rows and columns."""
     lengths = real_lengths(shared_data, corpus, n)
     ds = token_dataset(lengths)
-    ours = pack_dataset(ds, max_len, overlong=overlong)
+    full = pack_dataset(ds, max_len, overlong=overlong)
     theirs = trl_pack(ds, max_len, "bfd" if overlong == "truncate" else "bfd_split")
-    assert ours.column_names == theirs.column_names == ["input_ids", "labels", "seq_lengths"]
+    assert theirs.column_names == ["input_ids", "labels", "seq_lengths"]
+    ours = trl_columns(full, theirs)
     assert ours.features == theirs.features
     a = ours.with_format("arrow")[:]
     b = theirs.with_format("arrow")[:]
@@ -111,6 +154,7 @@ def test_one_batch_equals_trl(shared_data: Path, corpus: str, n: int, max_len: i
     assert a.num_rows == b.num_rows
     assert a.equals(b)
     check_semantics(ours, lengths, max_len, overlong)
+    check_materialize_fields(full, lengths, overlong=overlong, max_len=max_len)
 
 
 @needs_trl
@@ -129,9 +173,8 @@ def test_whole_dataset_against_trl(shared_data: Path, corpus: str, n: int | None
     lengths = real_lengths(shared_data, corpus, n)
     ds = token_dataset(lengths)
     assert len(ds) > 1000
-    ours = pack_dataset(ds, max_len, overlong=overlong)
     theirs = trl_pack(ds, max_len, "bfd" if overlong == "truncate" else "bfd_split")
-    assert ours.column_names == theirs.column_names
+    ours = trl_columns(pack_dataset(ds, max_len, overlong=overlong), theirs)
     assert ours.features == theirs.features
     assert len(ours) <= len(theirs)
     check_semantics(ours, lengths, max_len, overlong)
@@ -168,8 +211,8 @@ def test_value_types_equal_trl(overlong: str) -> None:
     # Several chunks, the first a slice with a non-zero offset.
     table = pa.concat_tables([table.slice(3, 300), table.slice(303)])
     ds = datasets.Dataset(datasets.table.InMemoryTable(table))
-    ours = pack_dataset(ds, 64, overlong=overlong).with_format("arrow")[:]
     theirs = trl_pack(ds, 64, "bfd" if overlong == "truncate" else "bfd_split")
+    ours = trl_columns(pack_dataset(ds, 64, overlong=overlong), theirs).with_format("arrow")[:]
     assert ours.equals(theirs.with_format("arrow")[:])
 
 
@@ -179,15 +222,24 @@ def test_trl_docstring_example() -> None:
         "input_ids": [[1, 2, 3, 4, 5], [6, 7], [8, 9, 10], [11]],
         "attention_mask": [[1, 1, 1, 0, 0], [1, 0], [1, 1, 0], [1]],
     })
-    assert pack_dataset(ds, 4)[:] == {
+    trl = ["input_ids", "attention_mask", "seq_lengths"]
+    assert pack_dataset(ds, 4).select_columns(trl)[:] == {
         "input_ids": [[1, 2, 3, 4], [8, 9, 10, 11], [6, 7]],
         "attention_mask": [[1, 1, 1, 0], [1, 1, 0, 1], [1, 0]],
         "seq_lengths": [[4], [3, 1], [2]],
     }
-    assert pack_dataset(ds, 4, overlong="split")[:] == {
+    out = pack_dataset(ds, 4, overlong="split")
+    assert out.select_columns(trl)[:] == {
         "input_ids": [[1, 2, 3, 4], [8, 9, 10, 5], [6, 7, 11]],
         "attention_mask": [[1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 1]],
         "seq_lengths": [[4], [3, 1], [2, 1]],
+    }
+    # and, per row, which rows and token ranges it holds (row 0 is split at 4 tokens)
+    assert out.select_columns(["seq_index", "start", "stop", "cu_seqlens"])[:] == {
+        "seq_index": [[0], [2, 0], [1, 3]],
+        "start": [[0], [0, 4], [0, 0]],
+        "stop": [[4], [3, 5], [2, 1]],
+        "cu_seqlens": [[0, 4], [0, 3, 4], [0, 2, 3]],
     }
 
 
@@ -206,13 +258,31 @@ def test_every_algorithm_keeps_every_sequence(algorithm: str, overlong: str) -> 
     assert len(packed) == plan.num_packs
 
 
+@pytest.mark.parametrize("algorithm", ["bfd", "lpfhp"])
+@pytest.mark.parametrize("overlong", ["truncate", "split"])
+def test_rows_carry_the_materialize_fields(algorithm: str, overlong: str) -> None:
+    """One schema: TRL's columns plus what materialize gives for each pack (the rows held
+    TRL's columns alone)."""
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(0, 300, 800)
+    lengths[::50] = 0
+    for labels in (True, False):  # without labels: materialize's (-100 at segment starts)
+        packed = pack_dataset(token_dataset(lengths, labels=labels), 128, algorithm=algorithm,
+                              overlong=overlong)
+        check_materialize_fields(packed, lengths, algorithm=algorithm, overlong=overlong,
+                                 max_len=128)
+        if not labels:
+            assert packed.column_names == ["input_ids", "seq_lengths", "labels", *ADDED]
+
+
 def test_non_list_columns_empty_rows_format_and_order() -> None:
     lengths = np.array([3, 0, 5, 2, 0, 4])
     ds = token_dataset(lengths, extra=True).with_format("numpy", columns=["input_ids", "text"])
     packed = pack_dataset(ds, 8)
-    assert packed.column_names == ["input_ids", "labels", "seq_lengths"]  # text, row_id left out
+    # text, row_id left out
+    assert packed.column_names == ["input_ids", "labels", "seq_lengths", *ADDED]
     assert packed.format["type"] == "numpy"
-    assert packed.format["columns"] == ["input_ids", "seq_lengths"]
+    assert packed.format["columns"] == ["input_ids", "seq_lengths", *ADDED]
     assert isinstance(packed[0]["input_ids"], np.ndarray)
     check_semantics(packed.with_format(None), lengths, 8, "truncate")
     # select/shuffle indices mappings are honoured: the packed rows come from the view.
@@ -238,7 +308,7 @@ def test_empty_dataset_and_all_empty_rows() -> None:
     for lengths in ([], [0, 0]):
         out = pack_dataset(token_dataset(np.asarray(lengths, dtype=np.int64)), 8)
         assert len(out) == 0
-        assert out.column_names == ["input_ids", "labels", "seq_lengths"]
+        assert out.column_names == ["input_ids", "labels", "seq_lengths", *ADDED]
 
 
 def test_input_is_not_modified() -> None:
@@ -373,7 +443,7 @@ def test_cli_packs_parquet_jsonl_and_saved_datasets(tmp_path: Path,
         assert _cli(args) == 0, inp
         assert "saved packed rows" in capsys.readouterr().out
         got = pq.read_table(out)
-        assert got.column_names == ["input_ids", "labels", "seq_lengths"]
+        assert got.column_names == ["input_ids", "labels", "seq_lengths", *ADDED]
         for col in got.column_names:  # JSON Lines infers int64 where Parquet keeps the type
             assert got.column(col).to_pylist() == want.column(col).to_pylist(), (inp, col)
     assert not list(tmp_path.glob(".*tmp"))  # no temporary file left behind

@@ -31,3 +31,12 @@ def test_sharded_stream_refuses_a_one_shot_iterator() -> None:
     again = ShardedPackStream(lambda: iter(src), 16, buffer_size=4)
     first, second = list(again), list(again)
     assert len(first) == len(second) == 2  # 18 tokens in packs of at most 16, both passes
+
+
+def test_sharded_stream_overlong_error_names_the_source_item() -> None:
+    """It named pack's window-local argument ('lengths: sequence 0'), not the item."""
+    src = [np.arange(2), np.arange(3), np.arange(9), np.arange(1)]
+    stream = ShardedPackStream(lambda: iter(src), 4, buffer_size=2, overlong="error")
+    with pytest.raises(ordcore.InvalidArgumentError,
+                       match=r"^source: item 2 has 9 tokens, more than max_len=4"):
+        list(stream)

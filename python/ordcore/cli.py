@@ -289,7 +289,7 @@ def _cmd_pack(args: argparse.Namespace) -> int:
     _print_pack_stats(lengths, args.max_len, args.overlong, plan, seconds)
     if out is not None and packed_out:
         assert table is not None
-        packed = _arrow.pack_table(table, plan, columns)
+        packed = _arrow.pack_table(table, plan, columns, token_column=args.token_column)
         _files.write_parquet_atomic(packed, out)
         print(f"saved packed rows  {out} ({packed.num_rows:,} rows; columns "
               f"{', '.join(packed.column_names)})")

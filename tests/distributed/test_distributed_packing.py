@@ -50,30 +50,53 @@ def fortunes(shared_data: Path) -> Any:
     return np.load(shared_data / "packing" / "doclens_cl100k_fortunes.npy")
 
 
+#: The packed-row schema shared with ordcore.packing.pack_dataset (TRL's columns first).
+SCHEMA = ["input_ids", "labels", "seq_lengths", *_arrow.TOKEN_FIELDS, *_arrow.SEGMENT_FIELDS]
+
+
 @pytest.mark.parametrize(
     ("algorithm", "overlong", "max_len"),
     [("bfd", "truncate", 256), ("lpfhp", "truncate", 256), ("spfhp", "truncate", 512),
-     ("bfd", "split", 64)],
+     ("bfd", "split", 64), ("lpfhp", "split", 64), ("nnlshp", "split", 128)],
 )
 def test_global_scope_equals_one_plan(fortunes: Any, algorithm: str, overlong: str,
-                                      max_len: int) -> None:
+                                      max_len: int, monkeypatch: Any) -> None:
     from ordcore.distributed import pack_dataset
+    from ordcore.packing import _hf
 
     lengths = fortunes[:8000].copy()
     lengths[::97] = 0  # empty rows are left out, as by the single-process packer
     table = _table(lengths)
+    planned: list[Any] = []
+    real = _hf.plan_for_lengths
+
+    def spy(lens: Any, *a: Any, **k: Any) -> Any:
+        planned.append(np.array(lens))
+        return real(lens, *a, **k)
+
+    monkeypatch.setattr(_hf, "plan_for_lengths", spy)
     out = _collect(pack_dataset(_dataset(table, 5), max_len, algorithm=algorithm,
                                 overlong=overlong, seed=7))
     plan = pack(lengths, max_len, algorithm=algorithm, overlong=overlong, allow_empty=True,
                 seed=7)
     assert out.num_rows == plan.num_packs
-    assert out.column_names == ["input_ids", "labels", "seq_lengths"]
-    # the same packs, segments in the same order, holding the same tokens
+    assert out.column_names == SCHEMA
+    # the same packs, segments in the same order, holding the same tokens; every field as
+    # the single-process builder makes it (one schema for both)
     seg = np.concatenate(out.column("seq_lengths").to_pylist())
     np.testing.assert_array_equal(seg, plan.stop - plan.start)
     want = _arrow.pack_table(table, plan, ["input_ids", "labels"])
-    for name in ("input_ids", "labels", "seq_lengths"):
+    assert want.column_names == SCHEMA
+    for name in SCHEMA:
         assert out.column(name).to_pylist() == want.column(name).to_pylist(), name
+    # what the driver planned from: the histogram algorithms (split ones too) never see a
+    # length, only the per-size counts of the items (sizes in canonical, sorted order)
+    assert len(planned) == 1
+    if algorithm in ("lpfhp", "spfhp", "nnlshp"):
+        assert np.all(np.diff(planned[0]) >= 0) and planned[0].size == plan.seq_index.size
+        assert planned[0].max() <= max_len
+    else:
+        np.testing.assert_array_equal(planned[0], lengths)
 
 
 def test_global_scope_from_lengths_alone(fortunes: Any) -> None:
@@ -88,9 +111,21 @@ def test_global_scope_from_lengths_alone(fortunes: Any) -> None:
         plan = pack(fortunes, 256, algorithm=algorithm, overlong="truncate", allow_empty=True)
         assert out.num_rows == plan.num_packs
         flat = lambda c: np.concatenate(out.column(c).to_pylist())  # noqa: E731
+        assert out.column_names == ["seq_lengths", *_arrow.SEGMENT_FIELDS]
         np.testing.assert_array_equal(flat("seq_index"), plan.seq_index)
+        np.testing.assert_array_equal(flat("start"), plan.start)
         np.testing.assert_array_equal(flat("stop"), plan.stop)
         np.testing.assert_array_equal(flat("seq_lengths"), plan.stop - plan.start)
+        # the per-pack fields materialize gives (it needs tokens; any of the right lengths)
+        from ordcore.packing import materialize
+
+        toks = (np.zeros(int(fortunes.sum()), np.int64),
+                np.concatenate([[0], np.cumsum(fortunes)]))
+        for p in (0, plan.num_packs // 2, plan.num_packs - 1):
+            b = materialize(plan, toks, pad_id=0, layout="flat", rows=[p])
+            assert out.column("cu_seqlens")[p].as_py() == b.cu_seqlens.tolist()
+            assert out.column("max_seqlen")[p].as_py() == b.max_seqlen
+            assert out.column("num_real_tokens")[p].as_py() == b.num_real_tokens
 
 
 def test_block_scope_packs_each_block_within_the_documented_loss(fortunes: Any) -> None:
@@ -133,6 +168,10 @@ def test_block_scope_matches_the_single_packer_per_block(fortunes: Any) -> None:
     assert out.column("input_ids").to_pylist() == sum(
         (w.column("input_ids").to_pylist() for w in want), []
     )
+    # seq_index counts dataset rows, not the block's
+    assert out.column("seq_index").to_pylist() == sum(
+        (w.column("seq_index").to_pylist() for w in want[:1]), []
+    ) + [[i + 3000 for i in r] for r in want[1].column("seq_index").to_pylist()]
 
 
 def test_split_ranks_equal_counts(fortunes: Any) -> None:
@@ -165,6 +204,10 @@ def test_collator_takes_the_rows(fortunes: Any) -> None:
     segs = sum(len(r["seq_lengths"]) for r in rows)
     assert batch["cu_seq_lens_q"].numel() == segs + 1
     assert isinstance(batch["input_ids"], torch_mod.Tensor)
+    # the rows' own cu_seqlens and position_ids are the collator's, row by row
+    one = PackedCollator(128)([rows[0]])
+    assert one["cu_seq_lens_q"].tolist() == list(rows[0]["cu_seqlens"])
+    assert one["position_ids"][0].tolist() == list(rows[0]["position_ids"])
 
 
 def test_bad_input(fortunes: Any) -> None:

@@ -99,7 +99,8 @@ def test_exhaustive_shards_merge_to_the_exact_top_k(tmp_path: Path) -> None:
 
 def test_shards_share_parameters_threads_and_zero_copy(tmp_path: Path, ray_cluster: Any) -> None:
     with ShardedIndex(
-        16, 2, path=tmp_path / "ix", num_cpus_per_shard=0.5, metric="l2", seed=11, rotation="hadamard"
+        16, 2, path=tmp_path / "ix", num_cpus_per_shard=0.5, metric="l2", seed=11,
+        rotation="hadamard", bits=2,
     ) as ix:
         q = ray_cluster.put(np.zeros((3, 16), np.float32))
         infos = ray_cluster.get([a.info.remote(q) for a in ix.actors])
@@ -107,8 +108,9 @@ def test_shards_share_parameters_threads_and_zero_copy(tmp_path: Path, ray_clust
         # the query arrived as a read-only view of the object store, not a copy
         assert not any(i["q_writeable"] or i["q_owndata"] for i in infos)
         m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
-        assert m["params"] == {"metric": "l2", "seed": 11, "rotation": "hadamard"}
-        assert m["id_hash"] == "splitmix64(id) % num_shards" and m["format_version"] == 1
+        assert m["params"] == {"metric": "l2", "seed": 11, "rotation": "hadamard", "bits": 2}
+        assert m["shard_params"] == m["params"] and m["choice"] is None and ix.choice is None
+        assert m["id_hash"] == "splitmix64(id) % num_shards" and m["format_version"] == 2
         for s in m["shards"]:
             assert ann.BQGraphIndex.load(tmp_path / "ix" / s["file"]).seed == 11
 
@@ -128,13 +130,13 @@ def _sharded_vs_single(base: Any, queries: Any, metric: str, tmp: Path, **params
 def test_sharded_recall_at_least_single_on_sift(shared_data: Path, tmp_path: Path) -> None:
     base = np.load(shared_data / "ann" / "sift_base.npy")[:10_000]
     queries = np.load(shared_data / "ann" / "sift_queries.npy")[:200]
-    _sharded_vs_single(base, queries, "l2", tmp_path / "s", rotation="hadamard", R=32)
+    _sharded_vs_single(base, queries, "l2", tmp_path / "s", rotation="hadamard", R=32, bits=2)
 
 
 def test_sharded_recall_at_least_single_on_glosses(shared_data: Path, tmp_path: Path) -> None:
     base = np.load(shared_data / "ann" / "glosses_base.npy")[:10_000]
     queries = np.load(shared_data / "ann" / "glosses_queries.npy")[:200]
-    _sharded_vs_single(base, queries, "cosine", tmp_path / "g", R=32)
+    _sharded_vs_single(base, queries, "cosine", tmp_path / "g", R=32, bits=2)
 
 
 def test_killed_shard_costs_a_retry_not_an_answer(tmp_path: Path, ray_cluster: Any) -> None:
@@ -187,14 +189,14 @@ def test_timeout_and_allow_partial(tmp_path: Path) -> None:
 def test_save_load_and_manifest_checks(tmp_path: Path) -> None:
     X, Q = _data()
     path = tmp_path / "ix"
-    with ShardedIndex(16, 2, path=path, metric="l2", R=16) as ix:
+    with ShardedIndex(16, 2, path=path, metric="l2", R=16, bits=2) as ix:
         ix.add(X[:800])
         ix.add(X[800:])  # an incremental add
         ix.remove([5, 6, 7])
         ix.save()
         want = ix.search(Q, 10, ef_search=48)
     with ShardedIndex.load(path) as ix:
-        assert len(ix) == X.shape[0] - 3 and ix.params == {"metric": "l2", "R": 16}
+        assert len(ix) == X.shape[0] - 3 and ix.params == {"metric": "l2", "R": 16, "bits": 2}
         got = ix.search(Q, 10, ef_search=48)
         np.testing.assert_array_equal(got[0], want[0])
         ix.add(Q[:2] + 50)  # default ids continue after the largest id ever added
@@ -212,6 +214,11 @@ def test_save_load_and_manifest_checks(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"shard 1: .* is missing"):
         ShardedIndex.load(path)
     shard_file.write_bytes(good)
+    v1 = {k: v for k, v in m.items() if k not in ("shard_params", "choice")}
+    (path / "manifest.json").write_text(json.dumps({**v1, "format_version": 1}))
+    with ShardedIndex.load(path) as old:  # written before bits="auto": explicit parameters
+        assert old.shard_params == old.params and old.choice is None and len(old) == 1199
+        assert old.bits == 2
     (path / "manifest.json").write_text(json.dumps({**m, "format_version": 99}))
     with pytest.raises(ordcore.IndexFormatError, match="newer"):
         ShardedIndex.load(path)
@@ -314,11 +321,21 @@ def test_unplaceable_shards_are_a_clear_error(tmp_path: Path, monkeypatch: Any) 
     with pytest.raises(ordcore.ClusterError, match=r"2 shards x 3 CPUs exceed the cluster's 2"):
         ShardedIndex(16, 2, path=tmp_path / "ix", num_cpus_per_shard=3)
     assert time.perf_counter() - t0 < 10
+    assert not (tmp_path / "ix").exists()  # the folder it made is gone (it was left empty)
     # Within the cluster but not free now (another index holds 1.5 CPUs): the timeout.
     with ShardedIndex(16, 2, path=tmp_path / "hog", num_cpus_per_shard=0.75, metric="l2"):
         monkeypatch.setattr(index, "START_TIMEOUT_S", 1.0)
         with pytest.raises(ordcore.ClusterError, match=r"not placed within 1 s"):
             ShardedIndex(16, 2, path=tmp_path / "iy", num_cpus_per_shard=0.5)
+        assert not (tmp_path / "iy").exists()
+        # a folder that existed keeps what it held, and only that
+        (tmp_path / "mine").mkdir()
+        (tmp_path / "mine" / "notes.txt").write_text("x")
+        with pytest.raises(ordcore.ClusterError, match=r"not placed within 1 s"):
+            ShardedIndex(16, 2, path=tmp_path / "mine" / "a" / "b", num_cpus_per_shard=0.5)
+        with pytest.raises(ordcore.ClusterError, match=r"not placed within 1 s"):
+            ShardedIndex(16, 2, path=tmp_path / "mine", num_cpus_per_shard=0.5)
+        assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
 
 
 def test_bad_input_changes_no_shard(tmp_path: Path, ray_cluster: Any) -> None:
@@ -356,3 +373,154 @@ def test_bad_input_changes_no_shard(tmp_path: Path, ray_cluster: Any) -> None:
         for s in (0, 1):
             assert ray_cluster.get(ix.actors[s].info.remote())["len"] == sizes[s]
         assert not list((tmp_path / "ix").glob("*.staging"))
+
+
+def test_dataset_blocks_reach_the_shards_without_the_driver(
+    tmp_path: Path, ray_cluster: Any, monkeypatch: Any
+) -> None:
+    """Each block is routed by a Ray task of its own; the driver iterated every batch."""
+    import ray.data
+
+    X, Q = _data()
+    keys = np.arange(X.shape[0], dtype=np.int64) * 5 + 10**5
+    ds = ray.data.from_numpy_refs([ray_cluster.put(X[i:i + 300]) for i in range(0, 1200, 300)])
+    keyed = ray.data.from_items([{"emb": x, "key": int(i)} for x, i in zip(X, keys)],
+                                override_num_blocks=3)
+    # explicit bits: with bits="auto" a sample of the first add (at most CHOICE_SAMPLE_ROWS
+    # rows) is meant to reach the driver
+    with ShardedIndex(16, 3, path=tmp_path / "ref", metric="l2", bits=2) as ref:
+        ref.add(X[:50])
+        ref.add(X, keys)
+        ref.add(X[50:])
+        want, want_sizes = ref.search(Q, 10, ef_search=1200)[0], ref.shard_sizes
+    for name in ("iter_batches", "iter_rows", "take_batch", "take", "take_all", "to_pandas",
+                 "iter_torch_batches"):
+        def refuse(self: Any, *a: Any, name: str = name, **k: Any) -> Any:
+            raise AssertionError(f"Dataset.{name} ran on the driver")
+        monkeypatch.setattr(ray.data.Dataset, name, refuse)
+    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2", bits=2) as ix:
+        ix.add(ds.limit(50), vector_column="data")  # default ids 0..49
+        ix.add(keyed, vector_column="emb", id_column="key")
+        ix.add(X[50:])  # default ids continue after the largest id
+        assert ix.shard_sizes == want_sizes
+        np.testing.assert_array_equal(ix.search(Q, 10, ef_search=1200)[0], want)
+        # validation still comes first: a repeat across blocks, a NaN in the third block
+        sizes = ix.shard_sizes
+        dup = ray.data.from_items([{"emb": X[0], "key": 10**6}, {"emb": X[1], "key": 10**6}],
+                                  override_num_blocks=2)
+        with pytest.raises(ordcore.InvalidArgumentError, match="appears twice in this add"):
+            ix.add(dup, vector_column="emb", id_column="key")
+        bad = X.copy()
+        bad[700, 2] = np.inf
+        bad_ds = ray.data.from_numpy_refs([ray_cluster.put(bad[i:i + 300])
+                                           for i in range(0, 1200, 300)])
+        with pytest.raises(ordcore.InvalidArgumentError, match="row 700 holds NaN or inf"):
+            ix.add(bad_ds, vector_column="data")
+        assert ix.shard_sizes == sizes
+        for s in range(3):
+            assert ray_cluster.get(ix.actors[s].info.remote())["len"] == sizes[s]
+        assert not list((tmp_path / "ix").glob("*.staging"))
+
+
+# -- the single-index API of the ANN codes issue, passed through ------------------------
+needs_ann_api = pytest.mark.skipif(
+    not hasattr(ordcore.ann.BQGraphIndex, "get"), reason="needs the ann-api branch"
+)
+
+
+@needs_ann_api
+def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: Any) -> None:
+    X, Q = _data(n=2000, d=32)
+    with ShardedIndex(32, 3, path=tmp_path / "ix", metric="l2", bits="auto") as ix:
+        assert ix.bits == "auto" and ix.choice is None and ix.shard_params is None
+        assert ix.search(Q, 5)[0].tolist() == [[-1] * 5] * Q.shape[0]  # nothing added yet
+        ix.add(X[:1500])
+        want = ann.choose_codes(X[:1500], metric="l2", base_size=1500, seed=0)
+        assert ix.choice == dict(want)
+        assert ix.bits == want["bits"] and ix.rotation == want["rotation"]
+        for s in range(3):  # every shard was created with the explicit choice
+            got = ray_cluster.get(ix.actors[s].__ray_call__.remote(
+                lambda self: (self._idx().bits, self._idx().rotation, self._idx().choice)))
+            assert got == (want["bits"], want["rotation"], None)
+        ix.add(X[1500:])  # later adds keep the choice
+        assert ix.choice == dict(want)
+        single = ann.BQGraphIndex(32, metric="l2", bits=want["bits"], rotation=want["rotation"])
+        single.add(X)
+        np.testing.assert_array_equal(ix.search(Q, 10, ef_search=2000)[0],
+                                      single.search(Q, 10, ef_search=2000)[0])
+        m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
+        assert m["choice"] == json.loads(json.dumps(dict(want)))
+        assert m["params"]["bits"] == "auto" and m["shard_params"]["bits"] == want["bits"]
+    with ShardedIndex.load(tmp_path / "ix") as back:
+        assert back.choice == ix.choice and back.bits == want["bits"]
+    # an empty auto index saved and loaded still chooses on its first add
+    with ShardedIndex(32, 2, path=tmp_path / "empty", metric="l2") as e:
+        assert e.bits == "auto"
+    with ShardedIndex.load(tmp_path / "empty") as e:
+        assert e.bits == "auto" and len(e) == 0
+        e.add(X[:1500])
+        assert e.choice == dict(want)
+    # a Dataset's first add: the choice from its rows, base_size its row count
+    import ray.data
+
+    with ShardedIndex(32, 2, path=tmp_path / "ds", metric="l2") as d:
+        d.add(ray.data.from_numpy(X[:1500]), vector_column="data")
+        assert d.choice is not None and d.choice["base"] == 1500
+        assert (d.bits, d.rotation) == (want["bits"], want["rotation"])
+
+
+@needs_ann_api
+def test_get_routes_ids_and_names_unknown_ones(tmp_path: Path) -> None:
+    X, _ = _data()
+    ids = np.arange(X.shape[0], dtype=np.int64) * 7
+    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2", bits=2) as ix:
+        ix.add(X, ids)
+        ask = ids[[5, 900, 5, 0, 1199]]
+        np.testing.assert_array_equal(ix.get(ask), X[[5, 900, 5, 0, 1199]])
+        assert ix.get(np.zeros(0, np.int64)).shape == (0, 16)
+        ix.remove(ids[[900]])
+        with pytest.raises(ordcore.UnknownIdError, match=r"first \[3, 6300\]"):
+            ix.get(np.array([ids[1], 3, ids[900], ids[2]]))
+        with pytest.raises((TypeError, ordcore.InvalidArgumentError), match="ids"):
+            ix.get(np.array([1.0, 2.0]))
+
+
+@needs_ann_api
+def test_filtered_search_splits_allow_lists_by_shard(tmp_path: Path, ray_cluster: Any) -> None:
+    X, Q = _data()
+    ids = np.arange(X.shape[0], dtype=np.int64) * 3
+    with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2", bits=2) as ix:
+        ix.add(X, ids)
+        rng = np.random.default_rng(1)
+        allow = rng.choice(ids, 50, replace=False)
+        rows = np.flatnonzero(np.isin(ids, allow))
+        exact = _exact_by_id(X[rows], ids[rows], Q, 10, "l2")[0]
+        got = ix.search(Q, 10, ef_search=1200, filter=allow)[0]
+        np.testing.assert_array_equal(got, exact)
+        bitmap = np.zeros(ids.max() + 1, bool)
+        bitmap[allow] = True
+        np.testing.assert_array_equal(ix.search(Q, 10, ef_search=1200, filter=bitmap)[0], exact)
+        # each shard sees only its own ids; a shard with no share is not asked
+        one = allow[shard_of(allow, 3) == 1]
+        seen: list[Any] = []
+        orig = ShardedIndex._filter_shares
+
+        def spy(self: Any, flt: Any) -> Any:
+            out = orig(self, flt)
+            seen.append(out)
+            return out
+
+        ShardedIndex._filter_shares = spy  # type: ignore[method-assign]
+        try:
+            got = ix.search(Q, 60, ef_search=1200, filter=one)[0]
+        finally:
+            ShardedIndex._filter_shares = orig  # type: ignore[method-assign]
+        assert list(seen[0]) == [1]
+        assert set(got[got >= 0].tolist()) == set(one.tolist())
+        assert (got[:, one.size:] == -1).all()
+        with pytest.raises(ordcore.UnknownIdError):
+            ix.search(Q, 10, filter=np.array([1]))  # 1 is not an id here
+        with pytest.raises((TypeError, ordcore.InvalidArgumentError), match="filter"):
+            ix.search(Q, 10, filter=np.ones((2, 2), bool))
+        with pytest.raises((TypeError, ordcore.InvalidArgumentError), match="filter"):
+            ix.search(Q, 10, filter=np.ones(4, np.float32))

@@ -109,13 +109,26 @@ class Shard:
             self._index = None
             raise
 
-    def create(self) -> tuple[int, str]:
-        """Writes an empty index file; returns ``(count, sha256)``."""
+    def create(self, params: dict[str, Any] | None = None) -> tuple[int, str]:
+        """Writes an empty index file built with ``params`` (default: the actor's; the
+        driver passes the explicit ``bits`` / ``rotation`` it chose for ``bits="auto"``);
+        returns ``(count, sha256)``."""
+        if params is not None:
+            self.params = params
         self._index = BQGraphIndex(self.dim, **self.params)
         return self._save()
 
+    def _len(self) -> int:
+        """Live vectors; 0 for a shard not created yet (``bits="auto"`` before the choice)."""
+        if self._index is None and not self.file.is_file():
+            return 0
+        return len(self._idx())
+
     def open(self, sha256: str) -> int:
-        """Loads the file after checking it against the manifest's checksum."""
+        """Loads the file after checking it against the manifest's checksum (``""``: a
+        shard not created yet, which must have no file)."""
+        if not sha256 and not self.file.exists():
+            return 0
         if not self.file.is_file():
             raise FileNotFoundError(f"shard {self.number}: file {str(self.file)!r} is missing")
         actual = file_sha256(self.file)
@@ -134,11 +147,13 @@ class Shard:
         return len(self._index)
 
     def checksum(self) -> tuple[int, str]:
+        if self._index is None and not self.file.exists():
+            return 0, ""  # not created yet
         return len(self._idx()), file_sha256(self.file)
 
     # -- add: stage, then commit -----------------------------------------------------
-    def _batch_path(self, token: str, seq: int) -> Path:
-        return self.staging / f"{token}-{seq:08d}.npz"
+    def _batch_path(self, token: str, key: str) -> Path:
+        return self.staging / f"{token}-{key}.npz"
 
     def _staged(self, token: str) -> list[Path]:
         return sorted(self.staging.glob(f"{token}-*.npz"))
@@ -146,15 +161,16 @@ class Shard:
     def stage(
         self,
         token: str,
-        seq: int,
+        key: str,
         X: npt.NDArray[np.float32],
         ids: npt.NDArray[np.int64],
         rows: npt.NDArray[np.int64],
     ) -> int:
         """Validates one batch's ids (not in the index, not staged before under ``token``)
-        and stores the batch durably. ``rows`` are the batch rows' positions in the caller's
+        and stores the batch durably under ``key`` (unique within the add and the same when a
+        caller's task is retried). ``rows`` are the batch rows' positions in the caller's
         input, used in messages. Returns the number of rows."""
-        path = self._batch_path(token, seq)
+        path = self._batch_path(token, key)
         if path.exists():  # a retry after a restart
             return int(ids.shape[0])
         held = np.isin(ids, self._idx().ids)
@@ -231,10 +247,27 @@ class Shard:
     def compact(self) -> tuple[int, str]:
         return self._change(lambda idx: idx.compact(num_threads=self.num_threads))
 
+    # -- get -------------------------------------------------------------------------
+    def get(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """``BQGraphIndex.get`` of this shard's ids."""
+        out: npt.NDArray[np.float32] = self._idx().get(ids)  # type: ignore[attr-defined,unused-ignore]
+        return out
+
+    def unknown(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The ids this shard does not hold (live), in the order given."""
+        if self._len() == 0:
+            return ids
+        return ids[~np.isin(ids, self._idx().ids)]
+
     # -- search ----------------------------------------------------------------------
     def search(
-        self, Q: npt.NDArray[np.float32], k: int, ef_search: int, kwargs: dict[str, Any]
+        self, Q: npt.NDArray[np.float32], k: int, ef_search: int, kwargs: dict[str, Any],
+        flt: npt.NDArray[Any] | None = None,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """``BQGraphIndex.search``; ``flt`` is its ``filter`` (this shard's share of an
+        allow-list, or the bitmap every shard gets)."""
+        if flt is not None:
+            kwargs = {**kwargs, "filter": flt}
         return self._idx().search(
             Q, k, ef_search=ef_search, num_threads=self.num_threads, **kwargs
         )
@@ -246,7 +279,7 @@ class Shard:
         out: dict[str, Any] = {
             "pid": os.getpid(),
             "num_threads": self.num_threads,
-            "len": len(self._idx()),
+            "len": self._len(),
             "time": time.time(),
         }
         if Q is not None:

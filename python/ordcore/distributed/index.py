@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import uuid
 from pathlib import Path
 from types import TracebackType
@@ -20,24 +21,33 @@ from ordcore.distributed._ray import get, require_cluster
 from ordcore.distributed._shard import ID_HASH, Shard, shard_of
 from ordcore.errors import (
     ClusterError,
+    DTypeError,
     IndexFormatError,
     InvalidArgumentError,
     ShardTimeoutError,
+    UnknownIdError,
 )
 
 __all__ = ["ShardedIndex", "merge_topk", "MANIFEST", "FORMAT_VERSION"]
 
 MANIFEST = "manifest.json"
 FORMAT = "ordcore.distributed.ShardedIndex"
-FORMAT_VERSION = 1
+#: 2 added ``shard_params`` and ``choice`` (``bits="auto"``); version 1 manifests still load.
+FORMAT_VERSION = 2
 #: With ``num_cpus_per_shard=None`` the shards share the cluster's CPUs less one whole CPU (at
 #: most half of them on a cluster of 2 CPUs or fewer), so that a Ray Data task (a ``Dataset``
 #: fed to ``add`` asks for 1 CPU per read task) and packing always find room.
 SHARD_CPU_FREE = 1.0
 #: Seconds to wait for the shard actors to be placed and answer their first call.
 START_TIMEOUT_S = 120.0
-#: Rows per batch when ``add`` streams a ``ray.data.Dataset``.
+#: Rows per ``stage`` call when ``add`` routes a block of a ``ray.data.Dataset``.
 DATASET_BATCH_ROWS = 16_384
+#: Routing tasks of a Dataset ``add`` in flight at once (each holds one block).
+DATASET_TASKS_IN_FLIGHT = 4
+#: CPUs each routing task reserves (they wait on the shards most of the time).
+ROUTE_TASK_CPUS = 0.25
+#: Rows of the first add that ``bits="auto"`` chooses the codes from (a uniform sample).
+CHOICE_SAMPLE_ROWS = 10_000
 
 
 def merge_topk(
@@ -147,9 +157,14 @@ class ShardedIndex:
     max_restarts : int
         Restarts Ray allows each actor (and retries of the call that found it dead).
     **params
-        Passed unchanged to every shard's ``BQGraphIndex`` (``metric``, ``bits``, ``R``,
+        Passed to every shard's ``BQGraphIndex`` (``metric``, ``bits``, ``R``,
         ``L_build``, ``alpha``, ``rotation``, ``seed``, ...), and validated on the driver
-        first.
+        first. With ``bits="auto"`` (given, or the single index's default where it is
+        ``"auto"``) the driver calls ``ordcore.ann.choose_codes(sample, metric=...,
+        base_size=<rows of the first non-empty add>)`` once, on a sample of up to
+        ``CHOICE_SAMPLE_ROWS`` rows of that add, and only then creates every shard's index
+        with the explicit ``bits`` / ``rotation`` chosen (:attr:`choice`,
+        :attr:`shard_params`, both in the manifest).
 
     Raises
     ------
@@ -161,6 +176,9 @@ class ShardedIndex:
         ``num_shards < 1``, a bad ``num_cpus_per_shard`` or index parameter.
     FileExistsError
         ``path`` holds a manifest already.
+
+    A constructor that raises leaves nothing at ``path``: the files it wrote and the
+    folders it created are removed (a folder that existed keeps what it held).
 
     Notes
     -----
@@ -185,19 +203,36 @@ class ShardedIndex:
         require_cluster()
         dim = _positive(dim, "dim")
         num_shards = _positive(num_shards, "num_shards")
-        # Validates the parameters with the single index's own checks and messages; it also
-        # serves to validate search arguments (an empty index answers at once).
-        template = BQGraphIndex(dim, **params)
+        template = _template(dim, params)
         folder = Path(path)
         if (folder / MANIFEST).exists():
             raise FileExistsError(
                 f"path: {os.fspath(folder)!r} already holds a sharded index; open it with "
                 "ShardedIndex.load(path)"
             )
+        made = []  # the folders this call creates, deepest first (removed if it fails)
+        p = folder.absolute()
+        while not p.exists():
+            made.append(p)
+            p = p.parent
+        before = set(os.listdir(p)) if not made else set()
         folder.mkdir(parents=True, exist_ok=True)
-        self._setup(folder, dim, num_shards, dict(params), template, 0)
-        self._start(num_cpus_per_shard, max_restarts)
-        self._record(dict(enumerate(self._all(lambda s, a: a.create.remote(), start=True))))
+        try:
+            auto = _is_auto(template)
+            self._setup(folder, dim, num_shards, dict(params), template, 0,
+                        None if auto else dict(params), None)
+            self._start(num_cpus_per_shard, max_restarts)
+            if auto:  # the shards are created once the first add has made the choice
+                self._all(lambda s, a: a.info.remote(), start=True)
+                self._write_manifest()
+            else:
+                self._record(dict(enumerate(self._all(lambda s, a: a.create.remote(),
+                                                      start=True))))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.close()
+            _remove_new(folder, before, made)
+            raise
 
     def _setup(
         self,
@@ -207,11 +242,15 @@ class ShardedIndex:
         params: dict[str, Any],
         template: BQGraphIndex,
         next_id: int,
+        shard_params: dict[str, Any] | None,
+        choice: dict[str, Any] | None,
     ) -> None:
         self._path = folder
         self._dim = dim
         self._num_shards = num_shards
         self._params = params
+        self._shard_params = shard_params
+        self._choice = choice
         self._template = template
         self._next_id = next_id
         self._files = [f"shard-{s:05d}.ordcann" for s in range(num_shards)]
@@ -273,8 +312,36 @@ class ShardedIndex:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The ``BQGraphIndex`` parameters every shard was built with."""
+        """The ``BQGraphIndex`` parameters as given (``bits`` may be ``"auto"``)."""
         return dict(self._params)
+
+    @property
+    def shard_params(self) -> dict[str, Any] | None:
+        """The parameters every shard's index was created with: :attr:`params` with the
+        chosen ``bits`` and ``rotation`` under ``bits="auto"``; ``None`` until that choice
+        (the first non-empty :meth:`add`)."""
+        return None if self._shard_params is None else dict(self._shard_params)
+
+    @property
+    def choice(self) -> dict[str, Any] | None:
+        """With ``bits="auto"``: the ``ordcore.ann.CodeChoice`` the driver made once for all
+        shards (``ordcore.ann.choose_codes`` on a sample of the first non-empty add, with
+        ``base_size`` its row count); ``None`` before it and when ``bits`` was explicit."""
+        return None if self._choice is None else dict(self._choice)
+
+    @property
+    def bits(self) -> int | str:
+        """Code width of every shard, or ``"auto"`` before the choice."""
+        return "auto" if self._shard_params is None else int(self._shard_params.get(
+            "bits", self._template.bits))
+
+    @property
+    def rotation(self) -> str | None:
+        """Rotation of every shard, or ``"auto"`` before the choice."""
+        if self._shard_params is None:
+            return "auto"
+        rot = self._shard_params.get("rotation", self._template.rotation)
+        return None if rot in (None, "auto") else str(rot)
 
     @property
     def num_cpus_per_shard(self) -> float:
@@ -354,6 +421,8 @@ class ShardedIndex:
             "dim": self._dim,
             "num_shards": self._num_shards,
             "params": self._params,
+            "shard_params": self._shard_params,
+            "choice": self._choice,
             "id_hash": ID_HASH,
             "next_id": self._next_id,
             "shards": [
@@ -378,8 +447,12 @@ class ShardedIndex:
         ----------
         X : array_like, shape (n, dim), or ray.data.Dataset
             A NumPy array (float or small-integer dtype, as ``BQGraphIndex.add``), or a Ray
-            Dataset with a fixed-shape tensor (or list) column ``vector_column``: it is
-            streamed to the shards in batches of 16,384 rows, never collected on the driver.
+            Dataset with a fixed-shape tensor (or list) column ``vector_column``: each of
+            its blocks is routed to the shards by a Ray task of its own (at most
+            ``DATASET_TASKS_IN_FLIGHT`` at once, ``ROUTE_TASK_CPUS`` each) that validates
+            it and sends every shard its rows in batches of ``DATASET_BATCH_ROWS``; the
+            rows never pass through the driver, which sees references, row counts and the
+            shards' acknowledgements.
         ids : array_like of int64, shape (n,), optional
             Distinct ids not in the index. Default: consecutive ids after the largest id
             ever added (for a Dataset, in its row order, or the ``id_column``).
@@ -399,7 +472,10 @@ class ShardedIndex:
         staged: set[int] = set()
         try:
             if _is_dataset(X):
-                next_id = self._stage_dataset(token, X, vector_column, id_column, staged)
+                ds = self._dataset_columns(X, vector_column, id_column)
+                if self._shard_params is None:
+                    self._choose_from_dataset(ds, vector_column)
+                next_id = self._stage_dataset(token, ds, vector_column, id_column, staged)
             else:
                 a = _as_matrix(X, "X", self._dim)
                 id_arr = (
@@ -407,8 +483,13 @@ class ShardedIndex:
                     if ids is None
                     else _as_ids(ids, a.shape[0])
                 )
-                for s, r in self._stage_batch(token, 0, a, id_arr, 0, staged):
-                    _get_shard(s, r, "add")
+                _check_rows(a, self._template.metric, 0, "X")
+                _check_distinct(id_arr, 0)
+                if self._shard_params is None and a.shape[0]:
+                    self._choose(a, a.shape[0])
+                if a.shape[0]:
+                    for s, r in _stage_batch(self._live(), token, "0", a, id_arr, 0, staged):
+                        _get_shard(s, r, "add")
                 next_id = max(self._next_id, int(id_arr.max()) + 1) if id_arr.size else 0
         except BaseException:
             # Drop what was staged; the first error is the one to report (a dead shard's
@@ -427,65 +508,91 @@ class ShardedIndex:
                     get(actors[s].abort.remote(token))
             raise
 
-    def _stage_batch(
-        self,
-        token: str,
-        seq: int,
-        a: npt.NDArray[np.float32],
-        ids: npt.NDArray[np.int64],
-        row0: int,
-        staged: set[int],
-    ) -> list[tuple[int, Any]]:
-        """Sends each shard its rows of one batch; returns ``(shard, ref)`` pairs."""
-        _check_rows(a, self._template.metric, row0, "X")
-        _check_distinct(ids, row0)
-        shard = shard_of(ids, self._num_shards)
-        order = np.argsort(shard, kind="stable")
-        bounds = np.searchsorted(shard[order], np.arange(self._num_shards + 1))
-        actors = self._live()
-        refs = []
-        for s in range(self._num_shards):
-            lo, hi = int(bounds[s]), int(bounds[s + 1])
-            if lo == hi:
-                continue
-            rows = order[lo:hi]
-            # Fancy indexing gives a fresh C-contiguous array: it reaches the actor as a
-            # read-only view of the object store, without another copy.
-            refs.append((s, actors[s].stage.remote(token, seq, a[rows], ids[rows], rows + row0)))
-            staged.add(s)
-        return refs
+    # -- bits="auto": one choice for every shard ---------------------------------------
+    def _choose(self, sample: npt.NDArray[np.float32], base_size: int) -> None:
+        """``ordcore.ann.choose_codes`` once, on the driver, from ``sample`` (rows of the
+        first add standing for ``base_size`` rows); then every shard's index is created
+        with the explicit ``bits`` / ``rotation`` chosen, and the manifest records both."""
+        import ordcore.ann
 
-    def _stage_dataset(
-        self, token: str, ds: Any, vector_column: str, id_column: str | None, staged: set[int]
-    ) -> int:
+        if sample.shape[0] > CHOICE_SAMPLE_ROWS:
+            rng = np.random.default_rng(int(self._params.get("seed", 0)))
+            rows = np.sort(rng.choice(sample.shape[0], CHOICE_SAMPLE_ROWS, replace=False))
+            sample = sample[rows]
+        choose: Any = getattr(ordcore.ann, "choose_codes")
+        choice = dict(choose(
+            sample, metric=self._template.metric, base_size=int(base_size),
+            seed=int(self._params.get("seed", 0)),
+            rotation=self._params.get("rotation", "auto"),
+        ))
+        shard_params = {**self._params, "bits": int(choice["bits"]),
+                        "rotation": choice["rotation"]}
+        created = self._all(lambda s, a: a.create.remote(shard_params))
+        self._shard_params, self._choice = shard_params, choice
+        self._record(dict(enumerate(created)))
+
+    def _choose_from_dataset(self, ds: Any, vector_column: str) -> None:
+        """The choice from a uniform sample of a Dataset (one extra pass: its row count,
+        then about ``CHOICE_SAMPLE_ROWS`` rows reach the driver; no more)."""
+        n = int(ds.count())
+        if n == 0:
+            return
+        frac = min(1.0, 1.2 * CHOICE_SAMPLE_ROWS / n)
+        part = ds.select_columns([vector_column])
+        if frac < 1.0:
+            part = part.random_sample(frac, seed=int(self._params.get("seed", 0)))
+        batch = part.limit(CHOICE_SAMPLE_ROWS).take_batch(CHOICE_SAMPLE_ROWS,
+                                                          batch_format="numpy")
+        sample = _as_matrix(_stack(batch[vector_column]), vector_column, self._dim)
+        _check_rows(sample, self._template.metric, 0, vector_column)
+        self._choose(sample, n)
+
+    # -- Dataset add: blocks go from the source to the shards -----------------------------
+    def _dataset_columns(self, ds: Any, vector_column: str, id_column: str | None) -> Any:
         names = ds.schema().names
         for arg, col in (("vector_column", vector_column), ("id_column", id_column)):
             if col is not None and col not in names:
                 raise InvalidArgumentError(
                     f"{arg}: the dataset has no column {col!r} (columns: {', '.join(names)})"
                 )
-        cols = [vector_column] + ([id_column] if id_column is not None else [])
-        next_id, row0, seq = self._next_id, 0, 0
-        pending: list[tuple[int, Any]] = []
-        for batch in ds.select_columns(cols).iter_batches(
-            batch_size=DATASET_BATCH_ROWS, batch_format="numpy"
-        ):
-            a = _as_matrix(_stack(batch[vector_column]), vector_column, self._dim)
-            n = a.shape[0]
-            if id_column is None:
-                id_arr = np.arange(self._next_id + row0, self._next_id + row0 + n, dtype=np.int64)
-            else:
-                id_arr = _as_ids(batch[id_column], n, id_column)
-            if n:
-                next_id = max(next_id, int(id_arr.max()) + 1)
-            pending += self._stage_batch(token, seq, a, id_arr, row0, staged)
-            # Backpressure: at most about two batches in flight per shard.
-            while len(pending) > 2 * self._num_shards:
-                _get_shard(*pending.pop(0), "add")
-            row0 += n
-            seq += 1
-        for s, r in pending:
-            _get_shard(s, r, "add")
+        return ds.select_columns([vector_column] + ([id_column] if id_column else []))
+
+    def _stage_dataset(
+        self, token: str, ds: Any, vector_column: str, id_column: str | None, staged: set[int]
+    ) -> int:
+        """Routes every block of ``ds`` to the shards in a Ray task of its own (the task
+        reads the block where it lies, validates it, sends each shard its rows and waits
+        for the shards' acknowledgements); the driver only sees object references, row
+        counts and the shards each block reached. Returns the next default id."""
+        ray = require_cluster()
+        from ordcore.distributed.packing import _num_rows
+
+        blocks = list(ds.to_arrow_refs())  # references; the rows stay in the object store
+        count = ray.remote(num_cpus=ROUTE_TASK_CPUS)(_num_rows)
+        sizes = [int(n) for n in get([count.remote(b) for b in blocks])]
+        row0 = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        route = ray.remote(num_cpus=ROUTE_TASK_CPUS)(_route_block)
+        actors = self._live()
+        spec = (token, vector_column, id_column, self._dim, self._template.metric,
+                self._next_id)
+        next_id = self._next_id
+        pending: list[Any] = []
+        try:
+            for i, b in enumerate(blocks):
+                pending.append(route.remote(b, i, int(row0[i]), spec, actors))
+                if len(pending) >= DATASET_TASKS_IN_FLIGHT:
+                    shards, top = get(pending.pop(0))  # in block order: the first error
+                    staged.update(shards)
+                    next_id = max(next_id, top)
+            while pending:
+                shards, top = get(pending.pop(0))
+                staged.update(shards)
+                next_id = max(next_id, top)
+        except BaseException:
+            # let the other blocks' tasks finish before the caller drops what was staged
+            with contextlib.suppress(Exception):
+                ray.wait(pending, num_returns=len(pending))
+            raise
         return next_id
 
     def remove(self, ids: npt.ArrayLike) -> None:
@@ -572,6 +679,12 @@ class ShardedIndex:
         k, ef_search, **kwargs
             As :meth:`ordcore.ann.BQGraphIndex.search` (``rerank``, ``rerank_k``, ...),
             passed to every shard.
+        filter : numpy.ndarray, optional
+            As ``BQGraphIndex.search``: a 1-D ``bool`` bitmap indexed by id value goes to
+            every shard as it is (one copy in the object store); a 1-D integer allow-list
+            of ids is split by the id-hash rule, so each shard sees only its own ids, and a
+            shard whose share is empty is not asked. Ids of the allow-list not in the index
+            raise :class:`~ordcore.UnknownIdError` (from their shard).
         timeout_s : float, optional
             Seconds to wait for the shards (default: until all answer).
         allow_partial : bool
@@ -601,15 +714,23 @@ class ShardedIndex:
             and timeout_s >= 0
         ):
             raise InvalidArgumentError(f"timeout_s: must be a number >= 0 or None, got {timeout_s!r}")
+        flt = kwargs.pop("filter", None)
         # The single index's checks and messages for every argument (an empty index).
         self._template.search(np.zeros((0, self._dim), np.float32), k, ef_search=ef_search, **kwargs)
         q = _as_matrix(Q, "Q", self._dim)
         actors = self._live()
+        ask = self._filter_shares(flt)  # shard -> its filter (absent: not asked)
+        if self._shard_params is None:
+            ask = {}  # nothing added yet: no shard holds a vector
         q_ref = ray.put(q)  # one copy into the object store, shared by every shard
-        refs = [a.search.remote(q_ref, k, ef_search, kwargs) for a in actors]
-        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        shard_refs = {
+            s: actors[s].search.remote(q_ref, k, ef_search, kwargs, f)
+            for s, f in ask.items()  # f as an argument of its own: a bitmap ref is resolved
+        }
+        refs = list(shard_refs.values())
+        waiting = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)[1] if refs else []
         late = set(waiting)
-        missing = tuple(s for s, r in enumerate(refs) if r in late)
+        missing = tuple(s for s, r in shard_refs.items() if r in late)
         if missing and not allow_partial:
             raise ShardTimeoutError(
                 f"search: shards {list(missing)} did not answer within timeout_s={timeout_s} "
@@ -617,7 +738,7 @@ class ShardedIndex:
                 missing=missing,
             )
         answers = []
-        for s, r in enumerate(refs):
+        for s, r in shard_refs.items():
             if r in late:
                 continue
             try:
@@ -633,6 +754,82 @@ class ShardedIndex:
         else:
             ids, dist = merge_topk([a[0] for a in answers], [a[1] for a in answers], int(k))
         return (ids, dist, missing) if allow_partial else (ids, dist)
+
+    def _filter_shares(self, flt: Any) -> dict[int, Any]:
+        """Per shard, the ``filter`` it searches with (``None``: unfiltered); shards left
+        out have nothing to find."""
+        shards = range(self._num_shards)
+        if flt is None:
+            return dict.fromkeys(shards)
+        import inspect
+
+        if "filter" not in inspect.signature(BQGraphIndex.search).parameters:
+            raise InvalidArgumentError(
+                "filter: this ordcore's BQGraphIndex.search has no filter; upgrade ordcore"
+            )
+        f = np.asarray(flt)
+        if f.ndim != 1:
+            raise InvalidArgumentError(
+                f"filter: must be a 1-D bool bitmap or a 1-D integer allow-list, got shape "
+                f"{f.shape}"
+            )
+        if f.dtype == np.bool_:
+            ref = require_cluster().put(np.ascontiguousarray(f))
+            return dict.fromkeys(shards, ref)
+        if f.size and f.dtype.kind not in "iu":
+            raise DTypeError(
+                f"filter: must be a bool bitmap or integer ids, got dtype {f.dtype}"
+            )
+        allow = _as_ids(f, None, "filter")
+        owner = shard_of(allow, self._num_shards)
+        return {int(s): np.ascontiguousarray(allow[owner == s]) for s in np.unique(owner)}
+
+    def get(self, ids: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        """The stored vectors of ``ids``, in their order: each id is asked of the shard it
+        hashes to and the answers are put back in place.
+
+        Parameters
+        ----------
+        ids : array_like of int, shape (n,)
+            Ids in the index (repeats allowed: returned twice).
+
+        Returns
+        -------
+        numpy.ndarray of float32, shape (n, dim)
+            As ``BQGraphIndex.get`` (unit norm under cosine; dequantized from a compact
+            ``rerank_dtype``).
+
+        Raises
+        ------
+        ordcore.UnknownIdError
+            Ids not in the index (or removed), the first few named in input order.
+        ordcore.DTypeError, ordcore.InvalidArgumentError
+            ``ids`` not a 1-D integer array.
+        ordcore.ClusterError
+            A shard is unavailable (named).
+        """
+        id_arr = _as_ids(ids, None)
+        out = np.empty((id_arr.size, self._dim), dtype=np.float32)
+        if id_arr.size == 0:
+            return out
+        if self._shard_params is None:
+            _raise_unknown(id_arr)
+        owner = shard_of(id_arr, self._num_shards)
+        actors = self._live()
+        parts = {int(s): np.flatnonzero(owner == s) for s in np.unique(owner)}
+        refs = {s: actors[s].get.remote(id_arr[rows]) for s, rows in parts.items()}
+        unknown = False
+        for s, r in refs.items():
+            try:
+                out[parts[s]] = _get_shard(s, r, "get")
+            except UnknownIdError:
+                unknown = True
+        if unknown:  # name them in the caller's order, over all shards
+            gone = set()
+            for s, rows in parts.items():
+                gone.update(_get_shard(s, actors[s].unknown.remote(id_arr[rows]), "get").tolist())
+            _raise_unknown(id_arr[np.isin(id_arr, np.fromiter(gone, np.int64, len(gone)))])
+        return out
 
     # -- persistence ------------------------------------------------------------------
     def save(self) -> None:
@@ -688,6 +885,12 @@ class ShardedIndex:
             files = [str(s["file"]) for s in shards]
             sums = [str(s["sha256"]) for s in shards]
             next_id = int(m["next_id"])
+            # version 1 (before bits="auto"): the shards were built with ``params`` and that
+            # version's default bits=2
+            shard_params = m["shard_params"] if "shard_params" in m else {"bits": 2, **params}
+            shard_params = None if shard_params is None else dict(shard_params)
+            choice = m.get("choice")
+            choice = None if choice is None else dict(choice)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             if isinstance(exc, IndexFormatError):
                 raise
@@ -696,7 +899,7 @@ class ShardedIndex:
             if Path(f).name != f:
                 raise IndexFormatError(f"{mpath}: shard file {f!r} is not a plain file name")
         obj = cls.__new__(cls)
-        obj._setup(folder, dim, n, params, BQGraphIndex(dim, **params), next_id)
+        obj._setup(folder, dim, n, params, _template(dim, params), next_id, shard_params, choice)
         obj._files = files
         obj._start(num_cpus_per_shard, max_restarts)
         try:
@@ -743,6 +946,13 @@ def _get_shard(shard: int, ref: Any, what: str) -> Any:
         ) from exc
 
 
+def _raise_unknown(ids: npt.NDArray[np.int64]) -> None:
+    first = list(dict.fromkeys(ids.tolist()))
+    raise UnknownIdError(
+        f"ids: {len(first)} id(s) are not in the index, first {first[:5]}"
+    )
+
+
 def _is_dataset(x: Any) -> bool:
     cls = type(x)
     return cls.__module__.startswith("ray.data") and hasattr(x, "iter_batches")
@@ -755,3 +965,96 @@ def _stack(col: Any) -> npt.NDArray[Any]:
         a = np.stack([np.asarray(r) for r in a]) if a.size else a.reshape(0, 0)
     return a
 
+
+
+def _template(dim: int, params: dict[str, Any]) -> BQGraphIndex:
+    """An empty index with ``params``: the single index's own checks and messages validate
+    them (and, later, the search arguments: an empty index answers at once)."""
+    import ordcore.ann
+
+    if params.get("bits") == "auto" and not hasattr(ordcore.ann, "choose_codes"):
+        raise InvalidArgumentError(
+            "bits: 'auto' needs ordcore.ann.choose_codes, which this ordcore lacks; pass "
+            "bits=1, 2, 4 or 8"
+        )
+    return BQGraphIndex(dim, **params)
+
+
+def _is_auto(template: BQGraphIndex) -> bool:
+    """Whether the codes are chosen on the first add (``bits="auto"``, given or default)."""
+    return bool(getattr(template, "bits", None) == "auto")
+
+
+def _remove_new(folder: Path, before: set[str], made: list[Path]) -> None:
+    """After a failed constructor: removes the files it wrote into ``folder`` (names not in
+    ``before``) and the folders it created (``made``, deepest first), if empty."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if name in before:
+                continue
+            p = folder / name
+            if name == MANIFEST or name.startswith(("shard-", f".{MANIFEST}.")):
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink()
+    for p in made:
+        with contextlib.suppress(OSError):
+            p.rmdir()
+
+
+def _stage_batch(
+    actors: list[Any],
+    token: str,
+    key: str,
+    a: npt.NDArray[np.float32],
+    ids: npt.NDArray[np.int64],
+    row0: int,
+    staged: set[int],
+) -> list[tuple[int, Any]]:
+    """Sends each shard its rows of one validated batch (staged under ``key``); returns
+    ``(shard, ref)`` pairs."""
+    num_shards = len(actors)
+    shard = shard_of(ids, num_shards)
+    order = np.argsort(shard, kind="stable")
+    bounds = np.searchsorted(shard[order], np.arange(num_shards + 1))
+    refs = []
+    for s in range(num_shards):
+        lo, hi = int(bounds[s]), int(bounds[s + 1])
+        if lo == hi:
+            continue
+        rows = order[lo:hi]
+        # Fancy indexing gives a fresh C-contiguous array: it reaches the actor as a
+        # read-only view of the object store, without another copy.
+        refs.append((s, actors[s].stage.remote(token, key, a[rows], ids[rows], rows + row0)))
+        staged.add(s)
+    return refs
+
+
+def _route_block(block: Any, number: int, row0: int, spec: tuple[Any, ...],
+                 actors: list[Any]) -> tuple[list[int], int]:
+    """Ray task of a Dataset ``add``: block ``number`` (rows ``row0, ...`` of the dataset)
+    validated and sent to the shards in batches of ``DATASET_BATCH_ROWS``; returns the
+    shards that staged rows and the next default id. Retried by Ray, it stages the same
+    keys again, which the shards take as already done."""
+    from ray.data.block import BlockAccessor
+
+    token, vector_column, id_column, dim, metric, id0 = spec
+    cols = BlockAccessor.for_block(block).to_batch_format("numpy")
+    a = _as_matrix(_stack(cols[vector_column]), vector_column, dim)
+    n = a.shape[0]
+    if id_column is None:
+        ids = np.arange(id0 + row0, id0 + row0 + n, dtype=np.int64)
+    else:
+        ids = _as_ids(cols[id_column], n, id_column)
+    _check_rows(a, metric, row0, vector_column)
+    _check_distinct(ids, row0)
+    staged: set[int] = set()
+    refs: list[tuple[int, Any]] = []
+    for c, lo in enumerate(range(0, n, DATASET_BATCH_ROWS)):
+        hi = min(n, lo + DATASET_BATCH_ROWS)
+        refs += _stage_batch(actors, token, f"{number:08d}-{c:06d}", a[lo:hi], ids[lo:hi],
+                             row0 + lo, staged)
+    for s, r in refs:
+        _get_shard(s, r, "add")
+    return sorted(staged), int(ids.max()) + 1 if n else 0

@@ -5,14 +5,16 @@ How the work is split (``scope="global"``; tokens move once, from their source b
 block that builds their pack):
 
 1. one task per source block validates it and returns its token lengths (item-wise
-   algorithms ``bfd``, ``ffd``, ``nf``, and any algorithm with ``overlong="split"``: 8 bytes a
-   sequence reach the driver) or its histogram of planned sizes (``lpfhp``, ``spfhp``,
-   ``nnlshp``: ``max_len`` counts a block, no length leaves it);
+   algorithms ``bfd``, ``ffd``, ``nf``: 8 bytes a sequence reach the driver) or its
+   histogram of planned sizes (``lpfhp``, ``spfhp``, ``nnlshp``: ``max_len`` counts a block,
+   no length leaves it; with ``overlong="split"`` the sizes are those of the block's
+   fragments, cut in the block exactly as :func:`ordcore.packing.pack` cuts them);
 2. the driver plans once. For the histogram algorithms the plan is made on the histogram
    alone: :func:`ordcore.packing.pack` groups items by size (stably, in input order) and
-   shuffles each group by a generator keyed by ``(seed, size)``, so a sequence's slot depends
-   only on its size and its rank among the sequences of that size. Each block receives its
-   per-size offsets (sequences of that size in earlier blocks) and places its own rows;
+   shuffles each group by a generator keyed by ``(seed, size)``, so a sequence's (or
+   fragment's: a split sequence's fragments are consecutive items) slot depends only on its
+   size and its rank among the items of that size. Each block receives its per-size offsets
+   (items of that size in earlier blocks) and places its own rows;
 3. each source block cuts its rows into one part per output block (a range of packs), and
    each output block concatenates its parts and builds its rows with
    ``ordcore.packing._arrow.pack_table`` over a sub-plan. The packs equal
@@ -61,9 +63,14 @@ def pack_dataset(
     """Packs a ``ray.data.Dataset`` of tokenized rows into rows of at most ``max_len``
     tokens.
 
-    Same parameters, defaults and output format as :func:`ordcore.packing.pack_dataset`
-    (TRL's packed format: every list column concatenated per pack, plus ``seq_lengths``), so
-    :class:`ordcore.packing.torch.PackedCollator` takes its rows; plus:
+    Same parameters, defaults and output schema as :func:`ordcore.packing.pack_dataset`
+    (TRL's packed columns: every list column concatenated per pack, plus ``seq_lengths``;
+    and per pack what :func:`ordcore.packing.materialize` gives for it: ``position_ids``,
+    ``segment_ids``, ``cu_seqlens``, ``cu_seqlens_padded``, ``max_seqlen``,
+    ``num_real_tokens``, ``seq_index`` counted over the whole dataset, ``labels`` when the
+    source has none; and each segment's ``start`` / ``stop`` in its row: see
+    :mod:`ordcore.packing._arrow`), so :class:`ordcore.packing.torch.PackedCollator` takes
+    its rows; plus:
 
     Parameters
     ----------
@@ -75,9 +82,11 @@ def pack_dataset(
         successors first.
     length_column : str, optional
         Pack from lengths alone: an integer column of token counts (no token column is
-        read). Each output row then says which sequences and token ranges the pack holds:
-        ``seq_index``, ``start``, ``stop`` (lists of int64; ``seq_index`` counts rows in
-        dataset order) and ``seq_lengths``.
+        read). Each output row then says which sequences and token ranges the pack holds,
+        with the per-pack fields of the schema: ``seq_lengths`` and
+        :data:`ordcore.packing._arrow.SEGMENT_FIELDS` (``cu_seqlens``,
+        ``cu_seqlens_padded``, ``max_seqlen``, ``num_real_tokens``, ``seq_index`` counting
+        rows in dataset order, ``start``, ``stop``).
 
     Returns
     -------
@@ -163,37 +172,46 @@ def _scan(table: Any, column: str, length_column: str | None, max_len: int, over
     lengths = _lengths_of(table, column, length_column)
     if mode == "lengths":
         return lengths
-    sizes = np.minimum(lengths, max_len)
     if mode == "tokens":
-        return int(lengths.size), int(sizes.sum())
+        return int(lengths.size), int(np.minimum(lengths, max_len).sum())
     if overlong == "error" and lengths.size and int(lengths.max()) > max_len:
         row = int(np.argmax(lengths > max_len))
         raise InvalidArgumentError(
             f"{column!r}: row {row} of block {block} has {int(lengths[row])} tokens, more than "
             f"max_len={max_len}; pass overlong='truncate' or overlong='split'"
         )
-    hist = np.bincount(sizes, minlength=max_len + 1)
-    hist[0] = 0
-    return hist
+    _, start, stop, _ = _items(lengths, max_len, overlong)
+    return np.bincount(stop - start, minlength=max_len + 1), int(lengths.size)
+
+
+def _items(lengths: Any, max_len: int, overlong: str) -> tuple[Any, Any, Any, Any]:
+    """The items :func:`ordcore.packing.pack` plans from ``lengths``, in its order: per
+    item its row, token range and fragment flag. Empty rows have none; an overlong row is
+    cut into ``ceil(len / max_len)`` consecutive fragments (``"split"``) or keeps its first
+    ``max_len`` tokens."""
+    if overlong != "split":
+        row = np.flatnonzero(lengths > 0)
+        stop = np.minimum(lengths[row], max_len)
+        return row, np.zeros_like(stop), stop, np.zeros(row.size, dtype=bool)
+    count = -(-lengths // max_len)  # 0 for empty rows
+    row = np.repeat(np.arange(lengths.size), count)
+    piece = np.arange(row.size) - np.repeat(np.cumsum(count) - count, count)
+    start = piece * max_len
+    stop = np.minimum(start + max_len, lengths[row])
+    return row, start, stop, lengths[row] > max_len
 
 
 def _length_table(plan: Any, row0: int) -> Any:
-    """Packed rows from lengths alone: per pack its sequences (global rows) and ranges."""
+    """Packed rows from lengths alone: the per-pack fields of the packed-row schema (which
+    sequences, as dataset rows, and which token ranges each pack holds)."""
     import pyarrow as pa
 
-    from ordcore.packing._arrow import SEQ_LENGTHS
+    from ordcore.packing._arrow import SEGMENT_FIELDS, SEQ_LENGTHS, segment_fields
 
-    off = pa.array(plan.pack_offsets, type=pa.int64())
-
-    def lists(v: Any, typ: Any) -> Any:
-        return pa.LargeListArray.from_arrays(off, pa.array(np.asarray(v), type=typ))
-
-    return pa.table({
-        "seq_index": lists(plan.seq_index + row0, pa.int64()),
-        "start": lists(plan.start, pa.int64()),
-        "stop": lists(plan.stop, pa.int64()),
-        SEQ_LENGTHS: lists(plan.stop - plan.start, pa.int32()),
-    })
+    off = pa.array(plan.pack_offsets, type=pa.int32())
+    fields = segment_fields(plan.seq_index + row0, plan.start, plan.stop, plan.pack_offsets)
+    seq_lengths = pa.ListArray.from_arrays(off, pa.array(plan.stop - plan.start, pa.int32()))
+    return pa.table({SEQ_LENGTHS: seq_lengths, **{n: fields[n] for n in SEGMENT_FIELDS}})
 
 
 def _pack_group(row0: int, max_len: int, length_column: str | None, kw: dict[str, Any],
@@ -210,13 +228,17 @@ def _pack_group(row0: int, max_len: int, length_column: str | None, kw: dict[str
     plan = plan_for_lengths(lengths, max_len, row_offset=row0, **kw)
     if length_column is not None:
         return _length_table(plan, row0)
-    return _arrow.pack_table(table, plan, _arrow.packed_columns(table.schema, kw["token_column"]))
+    col = kw["token_column"]
+    return _arrow.pack_table(table, plan, _arrow.packed_columns(table.schema, col),
+                             row_index=row0 + np.arange(table.num_rows, dtype=np.int64),
+                             token_column=col)
 
 
-def _cut(table: Any, row: Any, pack: Any, pos: Any, start: Any, stop: Any, fragment: Any,
-         bounds: Any) -> Any:
+def _cut(table: Any, row0: int, row: Any, pack: Any, pos: Any, start: Any, stop: Any,
+         fragment: Any, bounds: Any) -> Any:
     """A block's slots and the rows they read, cut into one part per output block (output
-    block ``j`` builds packs ``bounds[j]:bounds[j + 1]``)."""
+    block ``j`` builds packs ``bounds[j]:bounds[j + 1]``); each part also carries the
+    dataset row (``row0 +`` block row) of every row it takes."""
     which = np.searchsorted(bounds, pack, side="right") - 1
     parts = []
     for j in range(len(bounds) - 1):
@@ -224,25 +246,25 @@ def _cut(table: Any, row: Any, pack: Any, pos: Any, start: Any, stop: Any, fragm
         rows = np.unique(row[sel])
         sub = table.take(rows) if rows.size else table.slice(0, 0)
         parts.append((sub, np.searchsorted(rows, row[sel]), pack[sel], pos[sel],
-                      start[sel], stop[sel], fragment[sel]))
+                      start[sel], stop[sel], fragment[sel], rows + row0))
     return parts if len(parts) > 1 else parts[0]
 
 
-def _route_slots(table: Any, slots: Any, bounds: Any) -> Any:
+def _route_slots(table: Any, row0: int, slots: Any, bounds: Any) -> Any:
     """Item-wise plans: the driver sent this block's slots ``(row, pack, pos, start, stop,
     fragment)``."""
     row, pack, pos, start, stop, fragment = slots
-    return _cut(table, row, pack, pos, start, stop, fragment, bounds)
+    return _cut(table, row0, row, pack, pos, start, stop, fragment, bounds)
 
 
-def _route_histogram(table: Any, column: str, max_len: int, first: Any, slot_of: Any,
-                     pack_offsets: Any, bounds: Any) -> Any:
-    """Histogram plans: the block places its own rows. A sequence of planned size ``l`` and
-    rank ``r`` among the dataset's sequences of that size takes the slot of canonical item
-    ``first[l] + r``; ``first`` already counts the sequences of earlier blocks."""
-    sizes = np.minimum(_lengths_of(table, column, None), max_len)
-    row = np.flatnonzero(sizes > 0)
-    l = sizes[row]
+def _route_histogram(table: Any, row0: int, column: str, max_len: int, overlong: str,
+                     first: Any, slot_of: Any, pack_offsets: Any, bounds: Any) -> Any:
+    """Histogram plans: the block places its own rows. An item (a sequence, or a fragment
+    of a split one) of planned size ``l`` and rank ``r`` among the dataset's items of that
+    size takes the slot of canonical item ``first[l] + r``; ``first`` already counts the
+    items of earlier blocks."""
+    row, start, stop, fragment = _items(_lengths_of(table, column, None), max_len, overlong)
+    l = stop - start
     order = np.argsort(l, kind="stable")
     sorted_l = l[order]
     rank = np.empty(row.size, dtype=np.int64)
@@ -250,7 +272,7 @@ def _route_histogram(table: Any, column: str, max_len: int, first: Any, slot_of:
     slot = slot_of[first[l] + rank]
     pack = np.searchsorted(pack_offsets, slot, side="right") - 1
     pos = slot - pack_offsets[pack]
-    return _cut(table, row, pack, pos, np.zeros_like(l), l, np.zeros(l.size, bool), bounds)
+    return _cut(table, row0, row, pack, pos, start, stop, fragment, bounds)
 
 
 def _build(p0: int, max_len: int, column: str, *parts: Any) -> Any:
@@ -263,7 +285,8 @@ def _build(p0: int, max_len: int, column: str, *parts: Any) -> Any:
     tables = [p[0] for p in parts]
     base = np.cumsum([0] + [t.num_rows for t in tables])
     row = np.concatenate([p[1] + b for p, b in zip(parts, base)])
-    pack, pos, start, stop, fragment = (np.concatenate([p[i] for p in parts]) for i in range(2, 7))
+    pack, pos, start, stop, fragment, dataset_row = (
+        np.concatenate([p[i] for p in parts]) for i in range(2, 8))
     # promote: a block of only empty rows has list<null> columns
     table = pa.concat_tables(tables, promote_options="default")
     order = np.lexsort((pos, pack))
@@ -280,7 +303,8 @@ def _build(p0: int, max_len: int, column: str, *parts: Any) -> Any:
         "max_len": np.int64(max_len),
         "pad_to_multiple_of": np.int64(1),
     })
-    return _arrow.pack_table(table, plan, _arrow.packed_columns(table.schema, column))
+    return _arrow.pack_table(table, plan, _arrow.packed_columns(table.schema, column),
+                             row_index=dataset_row, token_column=column)
 
 
 # -- drivers ---------------------------------------------------------------------------
@@ -325,8 +349,7 @@ def _pack_global(ray: Any, task: Any, blocks: list[Any], max_len: int,
     from ordcore.packing._hf import plan_for_lengths
 
     col = kw["token_column"]
-    histogram = (length_column is None and kw["algorithm"] in HISTOGRAM_ALGORITHMS
-                 and kw["overlong"] != "split")
+    histogram = length_column is None and kw["algorithm"] in HISTOGRAM_ALGORITHMS
     mode = "histogram" if histogram else "lengths"
     scan = task(_scan)
     res = _in_order([scan.remote(b, col, length_column, max_len, kw["overlong"], mode, i)
@@ -336,11 +359,14 @@ def _pack_global(ray: Any, task: Any, blocks: list[Any], max_len: int,
         plan = plan_for_lengths(lengths, max_len, **kw)
         if length_column is not None:
             return [ray.put(_length_table(plan, 0))]
+        counts = [len(r) for r in res]
     else:
-        hists = np.stack(res)
+        hists = np.stack([h for h, _ in res])
+        counts = [n for _, n in res]
         total = hists.sum(axis=0)
         canonical = np.repeat(np.arange(max_len + 1, dtype=np.int64), total)
         plan = plan_for_lengths(canonical, max_len, **kw)
+    row0 = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     bounds = _output_bounds(plan.num_packs, len(blocks))
     m = len(bounds) - 1
     slot = np.arange(plan.seq_index.size, dtype=np.int64)
@@ -354,11 +380,10 @@ def _pack_global(ray: Any, task: Any, blocks: list[Any], max_len: int,
         before = np.cumsum(hists, axis=0) - hists
         slot_ref, off_ref = ray.put(slot_of), ray.put(plan.pack_offsets)
         route = task(_route_histogram).options(**cut_opts)
-        parts = [route.remote(b, col, max_len, first + before[i], slot_ref, off_ref, bounds)
+        parts = [route.remote(b, int(row0[i]), col, max_len, kw["overlong"], first + before[i],
+                              slot_ref, off_ref, bounds)
                  for i, b in enumerate(blocks)]
     else:
-        counts = [len(r) for r in res]
-        row0 = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         by_seq = np.argsort(plan.seq_index, kind="stable")
         cuts = np.searchsorted(plan.seq_index[by_seq], row0)
         route = task(_route_slots).options(**cut_opts)
@@ -368,7 +393,7 @@ def _pack_global(ray: Any, task: Any, blocks: list[Any], max_len: int,
             p = pack_of[s]
             slots = (plan.seq_index[s] - row0[i], p, s - plan.pack_offsets[p],
                      plan.start[s], plan.stop[s], plan.fragment[s])
-            parts.append(route.remote(b, slots, bounds))
+            parts.append(route.remote(b, int(row0[i]), slots, bounds))
     if m == 1:
         parts = [[p] for p in parts]
     build = task(_build)

@@ -10,9 +10,28 @@ distributed packer:
   table in TRL's format: per column, the plan's slots as value ranges (from offsets) copied
   in plan order by one Rust gather (a ``memcpy`` per slot, no Python loop per row).
 
-The output format is TRL's ``pack_dataset(strategy="bfd")``: one row per pack, every packed
-column holding the concatenation of its segments, and ``seq_lengths`` (the token count of each
-segment, in the order the segments appear in the row).
+The output format (one schema for :func:`ordcore.packing.pack_dataset` and
+:func:`ordcore.distributed.pack_dataset`) is one row per pack holding
+
+* TRL's ``pack_dataset(strategy="bfd")`` columns: every packed list column (``input_ids``,
+  ``labels``, ``attention_mask``, ...) the concatenation of its segments, and
+  ``seq_lengths`` (the token count of each segment, in row order);
+* the fields :func:`ordcore.packing.materialize` gives for that one pack
+  (``layout="flat"``, ``pad_id`` unused, ``pad_to_multiple_of=1``, positions restarting in
+  every segment, fragments included): ``labels`` when the source has none (``input_ids``
+  with ``-100`` at every segment's first token; a source ``labels`` column is packed as it
+  is, as TRL does), ``position_ids`` (``list<int64>``), ``segment_ids`` (``list<int32>``,
+  1..k), ``cu_seqlens`` and ``cu_seqlens_padded`` (``list<int32>``, k + 1 entries, equal
+  here), ``max_seqlen`` and ``num_real_tokens`` (int64), ``seq_index`` (``list<int64>``:
+  the source row of each segment, counted over the whole dataset);
+* the token range of each segment in its source row: ``start``, ``stop``
+  (``list<int64>``; ``stop - start == seq_lengths``).
+
+Per packed token that is 12 bytes more than TRL's columns (``position_ids`` and
+``segment_ids``; 20 with ``labels`` added), so the rows feed a varlen attention kernel, a
+model's ``position_ids`` or :class:`ordcore.packing.torch.PackedCollator` without a
+recomputation. Packing from lengths alone (the distributed packer's ``length_column``) gives
+the per-segment fields only: :data:`SEGMENT_FIELDS`.
 """
 
 from __future__ import annotations
@@ -30,10 +49,22 @@ from ordcore.errors import DTypeError, InvalidArgumentError
 if TYPE_CHECKING:
     from ordcore.packing._plan import Plan
 
-__all__ = ["SEQ_LENGTHS", "pack_table", "packed_columns", "token_lengths"]
+__all__ = [
+    "SEQ_LENGTHS", "SEGMENT_FIELDS", "TOKEN_FIELDS", "LABEL_IGNORE_INDEX", "pack_table",
+    "packed_columns", "segment_fields", "token_lengths",
+]
 
 #: Name of the column of per-segment token counts in packed output (TRL's name).
 SEQ_LENGTHS = "seq_lengths"
+#: Per-token fields of :func:`ordcore.packing.materialize` added to every packed row.
+TOKEN_FIELDS = ("position_ids", "segment_ids")
+#: Per-pack fields (also the whole output when packing from lengths alone, with
+#: ``seq_lengths``).
+SEGMENT_FIELDS = ("cu_seqlens", "cu_seqlens_padded", "max_seqlen", "num_real_tokens",
+                  "seq_index", "start", "stop")
+#: Label of every segment's first token in ``labels`` added for a source without them.
+LABEL_IGNORE_INDEX = -100
+_RESERVED = (SEQ_LENGTHS, *TOKEN_FIELDS, *SEGMENT_FIELDS)
 
 _INT32_MAX = 2**31 - 1
 
@@ -76,7 +107,14 @@ def packed_columns(schema: pa.Schema, token_column: str) -> list[str]:
             f"token_column {token_column!r}: must hold a list of integer token ids per row, "
             f"got Arrow type {t}"
         )
-    return [n for n in names if _is_list(schema.field(n).type)]
+    out = [n for n in names if _is_list(schema.field(n).type)]
+    clash = [n for n in out if n in _RESERVED]
+    if clash:
+        raise InvalidArgumentError(
+            f"dataset: has a list column {clash[0]!r}, a name packed rows give a field of "
+            f"their own ({', '.join(_RESERVED)}); rename or remove it to pack"
+        )
+    return out
 
 
 def _first(mask: npt.NDArray[np.bool_]) -> int:
@@ -205,8 +243,51 @@ def _out_list_type(t: pa.DataType, total: int) -> pa.DataType:
     return pa.list_(t.value_field)
 
 
-def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str]) -> pa.Table:
-    """Builds the packed table for ``plan`` (TRL's ``pack_dataset`` format).
+def segment_fields(
+    seq_index: npt.NDArray[np.int64], start: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64], pack_offsets: npt.NDArray[np.int64],
+) -> dict[str, pa.Array]:
+    """The per-pack fields (:data:`SEGMENT_FIELDS`) of packs whose slots are
+    ``pack_offsets[p]:pack_offsets[p + 1]``; ``seq_index`` counts rows over the dataset."""
+    seg_len = stop - start
+    num_packs = pack_offsets.size - 1
+    cum = np.zeros(seg_len.size + 1, dtype=np.int64)
+    np.cumsum(seg_len, out=cum[1:])
+    # cu_seqlens of pack p: its segments' running sum from 0 (k + 1 entries)
+    pack_of = np.repeat(np.arange(num_packs), np.diff(pack_offsets))
+    cu_off = pack_offsets + np.arange(num_packs + 1)
+    cu = np.zeros(seg_len.size + num_packs, dtype=np.int64)
+    ends = cum[1:] - cum[pack_offsets[:-1]][pack_of]
+    cu[np.arange(seg_len.size) + pack_of + 1] = ends
+    if np.any(cu > _INT32_MAX):
+        raise InvalidArgumentError("plan: a pack holds more tokens than int32 cu_seqlens index")
+    cu_arr = pa.ListArray.from_arrays(pa.array(cu_off, type=pa.int32()),
+                                      pa.array(cu, type=pa.int32()))
+    total = np.add.reduceat(seg_len, pack_offsets[:-1]) if seg_len.size else np.zeros(
+        num_packs, np.int64)
+    longest = np.maximum.reduceat(seg_len, pack_offsets[:-1]) if seg_len.size else np.zeros(
+        num_packs, np.int64)
+    off = pa.array(pack_offsets, type=pa.int32())
+
+    def lists(v: npt.NDArray[np.int64]) -> pa.Array:
+        return pa.ListArray.from_arrays(off, pa.array(v, type=pa.int64()))
+
+    return {
+        "cu_seqlens": cu_arr,
+        "cu_seqlens_padded": cu_arr,
+        "max_seqlen": pa.array(longest, type=pa.int64()),
+        "num_real_tokens": pa.array(total, type=pa.int64()),
+        "seq_index": lists(seq_index),
+        "start": lists(start),
+        "stop": lists(stop),
+    }
+
+
+def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str],
+               row_index: npt.NDArray[np.int64] | None = None,
+               token_column: str | None = None) -> pa.Table:
+    """Builds the packed table for ``plan`` (the module's format: TRL's columns and the
+    fields of :func:`ordcore.packing.materialize`).
 
     Row ``p`` of the output holds the segments of pack ``p`` in plan order: for every column
     in ``columns`` the concatenation of ``values[seq][start:stop]`` over the pack's slots, and
@@ -224,11 +305,18 @@ def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str]) -> pa.Table:
     columns : sequence of str
         Columns to pack (all with the plan's row lengths); the first decides the type of
         ``seq_lengths``.
+    token_column : str, optional
+        The token column among ``columns`` (default: the first); ``labels`` are derived
+        from it when ``columns`` has none.
+    row_index : numpy.ndarray of int64, shape (len(table),), optional
+        Dataset row of each table row, for ``seq_index`` (default: the table's rows are the
+        dataset's, from 0).
 
     Returns
     -------
     pyarrow.Table
-        ``plan.num_packs`` rows, columns ``[*columns, "seq_lengths"]``.
+        ``plan.num_packs`` rows, columns ``[*columns, "seq_lengths", ("labels",)
+        *TOKEN_FIELDS, *SEGMENT_FIELDS]``.
 
     Raises
     ------
@@ -272,4 +360,30 @@ def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str]) -> pa.Table:
     )
     arrays.append(pa.ListArray.from_arrays(pa.array(pack_off, type=pa.int32()),
                                            pa.array(seg_len, type=len_type)))
-    return pa.Table.from_arrays(arrays, names=[*columns, SEQ_LENGTHS])
+    names = [*columns, SEQ_LENGTHS]
+    # materialize's per-token fields, over the same token offsets
+    tok_type = pa.large_list if total > _INT32_MAX else pa.list_
+    tok_cls: Any = pa.LargeListArray if total > _INT32_MAX else pa.ListArray
+    off_arr = pa.array(tok_off, type=pa.int64() if total > _INT32_MAX else pa.int32())
+    seg_start = np.repeat(seg_cum[:-1], seg_len)
+    if "labels" not in columns:
+        ids = arrays[list(columns).index(token_column or columns[0])].flatten()
+        labels = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=np.int64).copy()
+        labels[seg_cum[:-1][seg_len > 0]] = LABEL_IGNORE_INDEX
+        arrays.append(tok_cls.from_arrays(off_arr, pa.array(labels, type=pa.int64()),
+                                          type=tok_type(pa.int64())))
+        names.append("labels")
+    position = np.arange(total, dtype=np.int64) - seg_start
+    pack_of_slot = np.repeat(np.arange(plan.num_packs), np.diff(pack_off))
+    seg_no = (np.arange(seg_len.size) - pack_off[:-1][pack_of_slot] + 1).astype(np.int32)
+    arrays.append(tok_cls.from_arrays(off_arr, pa.array(position, type=pa.int64()),
+                                      type=tok_type(pa.int64())))
+    arrays.append(tok_cls.from_arrays(off_arr, pa.array(np.repeat(seg_no, seg_len),
+                                                        type=pa.int32()),
+                                      type=tok_type(pa.int32())))
+    names += list(TOKEN_FIELDS)
+    rows = plan.seq_index if row_index is None else np.asarray(row_index)[plan.seq_index]
+    fields = segment_fields(np.asarray(rows, dtype=np.int64), plan.start, plan.stop, pack_off)
+    arrays += [fields[n] for n in SEGMENT_FIELDS]
+    names += list(SEGMENT_FIELDS)
+    return pa.Table.from_arrays(arrays, names=names)

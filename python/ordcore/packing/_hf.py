@@ -85,12 +85,18 @@ def pack_dataset(
     """Packs a tokenized Hugging Face dataset into rows of at most ``max_len`` tokens, in TRL's
     format.
 
-    The output is what ``trl.pack_dataset(dataset, seq_length=max_len, strategy="bfd")``
-    returns (``overlong="split"``: ``strategy="bfd_split"``), so a training loop that consumes
-    TRL's packed rows (``SFTTrainer`` with ``padding_free=True``, or
-    :class:`ordcore.packing.torch.PackedCollator`) takes it unchanged: one row per pack; every
-    packed column holds the concatenation of its segments; ``seq_lengths`` (``list<int32>``)
-    the token count of each segment in row order. Unlike TRL, which plans every 1,000-row
+    The output holds the columns of ``trl.pack_dataset(dataset, seq_length=max_len,
+    strategy="bfd")`` (``overlong="split"``: ``strategy="bfd_split"``) with their values and
+    types, so a training loop that consumes TRL's packed rows (``SFTTrainer`` with
+    ``padding_free=True``, or :class:`ordcore.packing.torch.PackedCollator`) takes it
+    unchanged: one row per pack; every packed column holds the concatenation of its
+    segments; ``seq_lengths`` (``list<int32>``) the token count of each segment in row order.
+    Each row also carries what :func:`ordcore.packing.materialize` gives for that pack
+    (``position_ids``, ``segment_ids``, ``cu_seqlens``, ``cu_seqlens_padded``,
+    ``max_seqlen``, ``num_real_tokens``, ``seq_index``; ``labels`` when the source has none)
+    and each segment's token range in its source row (``start``, ``stop``): the schema of
+    :mod:`ordcore.packing._arrow`, shared with :func:`ordcore.distributed.pack_dataset`
+    (``ds.select_columns([...])`` keeps TRL's columns alone). Unlike TRL, which plans every 1,000-row
     ``map`` batch on its own, the whole dataset is planned at once (fewer packs: 5,848 instead
     of TRL's 5,869 on 20,000 man pages at 4,096 tokens), and the rows are gathered with one
     Arrow ``take`` per column (no Python loop per row). With ``algorithm="bfd"`` on at most
@@ -103,7 +109,7 @@ def pack_dataset(
     ``TypeError`` on them; leaving them out spares a ``remove_columns`` call). Empty rows (no
     tokens) are left out as TRL does: a zero-length segment would break the varlen attention
     contract (``cu_seqlens`` without empty segments) and carries no training signal. The
-    dataset's format (``set_format``) is kept, with ``seq_lengths`` added to its columns.
+    dataset's format (``set_format``) is kept, with the added fields added to its columns.
 
     Parameters
     ----------
@@ -130,7 +136,9 @@ def pack_dataset(
     Returns
     -------
     datasets.Dataset or datasets.DatasetDict
-        In memory, ``plan.num_packs`` rows, columns ``[*packed list columns, "seq_lengths"]``.
+        In memory, ``plan.num_packs`` rows, columns ``[*packed list columns, "seq_lengths",
+        ("labels",) "position_ids", "segment_ids", "cu_seqlens", "cu_seqlens_padded",
+        "max_seqlen", "num_real_tokens", "seq_index", "start", "stop"]``.
 
     Raises
     ------
@@ -138,7 +146,7 @@ def pack_dataset(
         No ``token_column``; null rows or tokens; a packed column whose row lengths differ
         from the tokens' (the column and row are named); ``max_len < 1``; an unknown
         ``algorithm`` / ``overlong``; a row over ``max_len`` with ``overlong="error"``; a
-        ``seq_lengths`` column already present.
+        ``seq_lengths`` column already present, a list column named like an added field.
     ordcore.DTypeError
         Token rows that are not flat lists of integers; ``dataset`` not a ``Dataset``.
     ordcore.MissingDependencyError
@@ -178,7 +186,7 @@ def pack_dataset(
     columns = _arrow.packed_columns(table.schema, token_column)
     lengths = _arrow.token_lengths(table, token_column, columns)
     plan = plan_for_lengths(lengths, max_len, **kw)
-    packed = _arrow.pack_table(table, plan, columns)
+    packed = _arrow.pack_table(table, plan, columns, token_column=token_column)
     # A fingerprint from the source's and the settings (datasets would otherwise hash every
     # value of the packed table, several times the cost of packing).
     fingerprint = datasets.fingerprint.Hasher.hash(
@@ -193,7 +201,8 @@ def pack_dataset(
     if fmt.get("type") is not None or fmt.get("columns") is not None:
         cols = fmt.get("columns")
         if cols is not None:
-            cols = [c for c in cols if c in columns] + [_arrow.SEQ_LENGTHS]
+            cols = [c for c in cols if c in columns] + [
+                c for c in packed.column_names if c not in columns]
         out = out.with_format(
             fmt.get("type"),
             columns=cols,

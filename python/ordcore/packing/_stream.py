@@ -252,6 +252,14 @@ class ShardedPackStream:
             if not coords:
                 return
             lengths = np.asarray([c[2] - c[1] for c in coords], dtype=np.int64)
+            if self.overlong == "error" and lengths.size and int(lengths.max()) > self.max_len:
+                # named in the caller's terms (pack would name its window-local `lengths`)
+                src = coords[int(np.argmax(lengths > self.max_len))][0]
+                raise InvalidArgumentError(
+                    f"source: item {src} has {cache[src][0].size}"
+                    f" tokens, more than max_len={self.max_len}; pass overlong='split', "
+                    f"'truncate' or 'drop'"
+                )
             plan = pack(
                 lengths,
                 self.max_len,
