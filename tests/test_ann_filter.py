@@ -86,6 +86,10 @@ def test_filter_edge_cases(glosses_index: tuple[ann.BQGraphIndex, np.ndarray, np
     none, _ = idx.search(q[:2], 3, filter=np.zeros(5, dtype=bool))
     assert np.all(none == -1)
     assert np.all(idx.search(q[:2], 3, filter=[])[0] == -1)
+    # k beyond the beam (as without a filter: the beam is raised to k).
+    half = np.arange(N // 2) * 6 + 7
+    wide, wd = idx.search(q[:3], 150, ef_search=16, filter=half)
+    assert np.all(np.isin(wide, half)) and np.all(np.diff(wd, axis=1) >= 0)
     # rerank=False with a filter still returns only allowed ids.
     f, _ = idx.search(q[:4], 10, rerank=False, filter=np.arange(N // 2) * 3 + 7)
     assert np.all((f - 7) % 3 == 0) and np.all(f < (N // 2) * 3 + 7)
