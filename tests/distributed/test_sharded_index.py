@@ -423,12 +423,6 @@ def test_dataset_blocks_reach_the_shards_without_the_driver(
 
 
 # -- the single-index API of the ANN codes issue, passed through ------------------------
-needs_ann_api = pytest.mark.skipif(
-    not hasattr(ordcore.ann.BQGraphIndex, "get"), reason="needs the ann-api branch"
-)
-
-
-@needs_ann_api
 def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: Any) -> None:
     X, Q = _data(n=2000, d=32)
     with ShardedIndex(32, 3, path=tmp_path / "ix", metric="l2", bits="auto") as ix:
@@ -469,7 +463,6 @@ def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: 
         assert (d.bits, d.rotation) == (want["bits"], want["rotation"])
 
 
-@needs_ann_api
 def test_get_routes_ids_and_names_unknown_ones(tmp_path: Path) -> None:
     X, _ = _data()
     ids = np.arange(X.shape[0], dtype=np.int64) * 7
@@ -485,7 +478,6 @@ def test_get_routes_ids_and_names_unknown_ones(tmp_path: Path) -> None:
             ix.get(np.array([1.0, 2.0]))
 
 
-@needs_ann_api
 def test_filtered_search_splits_allow_lists_by_shard(tmp_path: Path, ray_cluster: Any) -> None:
     X, Q = _data()
     ids = np.arange(X.shape[0], dtype=np.int64) * 3
