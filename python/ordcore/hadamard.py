@@ -480,15 +480,16 @@ class RandomizedHadamard:
             out = _check_out(out, arr.shape, self._dtype)
         f32 = self._dtype.itemsize <= 4
         core = self._core
-        if inverse:
-            fn = core.inverse_f32 if f32 else core.inverse_f64
-        else:
-            fn = core.forward_f32 if f32 else core.forward_f64
+        into = core.rotate_into_f32 if f32 else core.rotate_into_f64
+        inplace = core.rotate_inplace_f32 if f32 else core.rotate_inplace_f64
 
         def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
-            dst[...] = fn(src, num_threads_arg(num_threads))
+            into(src, dst, inverse, num_threads_arg(num_threads))
 
-        return _rows_transform(arr, ax, out, self._dtype, kernel, None)
+        def inplace_kernel(rows: NDArray[Any]) -> None:
+            inplace(rows, inverse, num_threads_arg(num_threads))
+
+        return _rows_transform(arr, ax, out, self._dtype, kernel, inplace_kernel)
 
     def _apply_gpu(self, x: Any, axis: int, out: Any, inverse: bool) -> Any:
         """The GPU path (CuPy array or CUDA tensor in, the same kind out)."""
