@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import subprocess
 import sys
 
@@ -515,6 +518,7 @@ def test_huge_rotation_raises_memory_error_instead_of_aborting() -> None:
 
 
 _KERNEL_CHECK = r"""
+import hashlib
 import json
 import numpy as np
 import scipy.linalg
@@ -522,13 +526,17 @@ from ordcore import hadamard
 
 rng = np.random.default_rng(3)
 worst = 0.0
-for n in [1, 2, 8, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 12 * 256, 172 * 512]:
+digest = hashlib.sha256()
+# below, at and above one vector (16 float32 / 8 float64), the 16-register block (256 /
+# 128), the radix-16 and radix-8 passes, and composite sizes
+sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 1 << 17,
+         12 * 256, 172 * 512]
+for n in sizes:
     x = rng.standard_normal((3, n))
     if n <= 4096 and n & (n - 1) == 0:
         want = x @ scipy.linalg.hadamard(n)
     else:
         want = hadamard.fwht(x, normalized=False)  # float64: the generic loops
-    signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
     for dt in (np.float32, np.float64):
         xs = x.astype(dt)
         tol = (1e-4 if dt == np.float32 else 1e-10) * np.sqrt(n) * (np.abs(want).max() + 1)
@@ -541,20 +549,28 @@ for n in [1, 2, 8, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 12 * 256, 172 * 
         o = np.empty_like(xs)
         hadamard.fwht(xs, out=o, normalized=False)
         assert np.array_equal(o, got)
+        digest.update(got.tobytes() + y.tobytes())
+        # many rows of a small n in one call (several rows per vector, ragged tails)
+        many = rng.standard_normal((37, n)).astype(dt) if n <= 256 else xs
+        digest.update(hadamard.fwht(many).tobytes())
         ok = hadamard.is_supported_size(n)
-        rot = hadamard.RandomizedHadamard(n, seed=5, dtype=dt) if ok else None
-        if rot is not None and n > 1:
+        for group in (None, 4, 32):
+            if group is not None and (n % group or n == group):
+                continue
+            rot = hadamard.RandomizedHadamard(n, seed=5, blocks=2, group_size=group, dtype=dt)
             r = rot.forward(xs)
-            assert np.allclose(rot.inverse(r), xs, atol=tol / np.sqrt(n))
-print(json.dumps({"kernel": hadamard.kernel(), "worst": worst}))
+            back = rot.inverse(r)
+            assert np.allclose(back, xs, atol=tol / np.sqrt(n)), (n, dt, group)
+            r2 = xs.copy()
+            rot.forward(r2, out=r2)  # in place
+            assert np.array_equal(r2, r), (n, dt, group)
+            digest.update(r.tobytes() + back.tobytes())
+print(json.dumps({"kernel": hadamard.kernel(), "worst": worst, "digest": digest.hexdigest()}))
 """
 
 
-@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
-def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
-    """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
-    rotations, float32 and float64, sizes below, at and above the 256-element register
-    block and the cache block, against x @ scipy.linalg.hadamard(n)."""
+@functools.lru_cache(maxsize=None)
+def _kernel_check(kernel: str) -> dict[str, Any]:
     import json
     import os
     import subprocess
@@ -564,8 +580,25 @@ def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
     r = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
+def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
+    """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
+    rotations (grouped, in place too), float32 and float64, sizes below, at and above one
+    vector, the register block and each large-stride pass, against
+    x @ scipy.linalg.hadamard(n)."""
+    out = _kernel_check(kernel)
     order = ["portable", "avx2", "avx512"]
     assert order.index(out["kernel"]) <= order.index(kernel)
     if kernel == "portable":
         assert out["kernel"] == "portable"
+
+
+def test_every_hadamard_kernel_gives_identical_bits() -> None:
+    """Every path does the same additions in the same order (scale and signs applied to
+    the input), so transforms and rotations agree bit for bit across paths."""
+    digests = {k: _kernel_check(k)["digest"] for k in ["portable", "avx2", "avx512"]}
+    assert len(set(digests.values())) == 1, digests

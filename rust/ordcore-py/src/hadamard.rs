@@ -9,7 +9,21 @@ use ordcore_core::hadamard as core;
 use pyo3::prelude::*;
 
 use crate::errors::invalid;
-use crate::runtime::run;
+use crate::runtime::{run, run_small};
+
+/// `run`, or `run_small` when the core would not split `len` elements across threads.
+fn run_sized<T: Send>(
+    py: Python<'_>,
+    num_threads: Option<usize>,
+    len: usize,
+    f: impl FnOnce() -> ordcore_core::Result<T> + Send,
+) -> PyResult<T> {
+    if len < ordcore_core::PARALLEL_THRESHOLD {
+        run_small(py, num_threads, f)
+    } else {
+        run(py, num_threads, f)
+    }
+}
 
 fn contiguous<'a, T: Element>(arg: &str, a: &'a PyReadonlyArray2<'_, T>) -> PyResult<&'a [T]> {
     a.as_slice()
@@ -70,7 +84,7 @@ macro_rules! fwht_bindings {
             }
             let src = contiguous("x", &x)?;
             let dst = contiguous_mut("out", &mut out)?;
-            run(py, num_threads, move || {
+            run_sized(py, num_threads, src.len(), move || {
                 core::fwht_into(src, dst, n, normalized, inverse)
             })
         }
@@ -87,7 +101,7 @@ macro_rules! fwht_bindings {
         ) -> PyResult<()> {
             let n = x.shape()[1];
             let rows = contiguous_mut("x", &mut x)?;
-            run(py, num_threads, move || {
+            run_sized(py, num_threads, rows.len(), move || {
                 core::fwht_inplace(rows, n, normalized, inverse)
             })
         }
@@ -381,7 +395,7 @@ fn rotate_into<T: Element + Send + Sync>(
     }
     let src = contiguous("x", &x)?;
     let dst = contiguous_mut("out", &mut out)?;
-    run(py, num_threads, move || f(inner, src, dst))
+    run_sized(py, num_threads, src.len(), move || f(inner, src, dst))
 }
 
 /// The rotation of the C-contiguous rows of `x`, in place.
@@ -394,7 +408,7 @@ fn rotate_inplace<T: Element + Send + Sync>(
 ) -> PyResult<()> {
     check_rotation_rows(inner, x.shape()[1])?;
     let rows = contiguous_mut("x", &mut x)?;
-    run(py, num_threads, move || f(inner, rows))
+    run_sized(py, num_threads, rows.len(), move || f(inner, rows))
 }
 
 /// The SIMD path of the transforms (`ORDCORE_HADAMARD_KERNEL` caps it).

@@ -1,6 +1,10 @@
-//! The butterflies. Everything here is `#[inline(always)]` generic code that the compiler
-//! vectorizes; [`pow2`], [`kmix`] and [`mul_assign`] pick, once per call, a copy compiled
-//! for AVX-512 or AVX2+FMA when the CPU has it (runtime detection, no `-C target-cpu`).
+//! The butterflies. The generic code here is `#[inline(always)]` code that the compiler
+//! vectorizes; [`pow2_rows`], [`kmix`] and [`mul_assign`] pick, once per call (a batch of
+//! rows), a copy compiled for AVX2+FMA, or for power-of-two groups on AVX-512 the
+//! hand-blocked kernels of `avx512`, when the CPU has it (runtime detection, no
+//! `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
+//! additions in the same order, with the scale and signs applied to the input, so all of
+//! them give the same bits.
 
 use std::ops::{Add, AddAssign, Mul, MulAssign, Sub};
 
@@ -288,7 +292,7 @@ fn pow2_generic<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s:
         // The scale (and signs) apply to the input, as in every other path, so every path
         // rounds identically.
         match (src, signs) {
-            (None, None) => x.iter_mut().for_each(|v| *v = *v * s),
+            (None, None) => x.iter_mut().for_each(|v| *v *= s),
             (Some(a), None) => x.iter_mut().zip(a).for_each(|(v, &a)| *v = a * s),
             (None, Some(g)) => x.iter_mut().zip(g).for_each(|(v, &g)| *v = *v * g * s),
             (Some(a), Some(g)) => x
@@ -397,13 +401,7 @@ macro_rules! dispatched {
 /// given): element `e` of `x` is multiplied by `signs[e % signs.len()]` (`signs.len()` a
 /// multiple of `g`, `x.len()` a multiple of `signs.len()`).
 #[inline(always)]
-fn pow2_rows_generic<T: Real>(
-    src: Option<&[T]>,
-    x: &mut [T],
-    g: usize,
-    signs: Option<&[T]>,
-    s: T,
-) {
+fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
     let p = signs.map_or(1, |v| v.len());
     for (i, grp) in x.chunks_exact_mut(g).enumerate() {
         let e = i * g;
@@ -781,10 +779,18 @@ mod avx512 {
     }
 
     simd_kernel!(
-        f32s, f32, __m512, log_lanes = 4,
-        load = _mm512_loadu_ps, store = _mm512_storeu_ps, set1 = _mm512_set1_ps,
-        zero = _mm512_setzero_ps, add = _mm512_add_ps, mul = _mm512_mul_ps,
-        fmadd = _mm512_fmadd_ps, fnmadd = _mm512_fnmadd_ps,
+        f32s,
+        f32,
+        __m512,
+        log_lanes = 4,
+        load = _mm512_loadu_ps,
+        store = _mm512_storeu_ps,
+        set1 = _mm512_set1_ps,
+        zero = _mm512_setzero_ps,
+        add = _mm512_add_ps,
+        mul = _mm512_mul_ps,
+        fmadd = _mm512_fmadd_ps,
+        fnmadd = _mm512_fnmadd_ps,
         {
             /// The first `K` stages inside one vector.
             #[inline(always)]
@@ -808,10 +814,18 @@ mod avx512 {
     );
 
     simd_kernel!(
-        f64s, f64, __m512d, log_lanes = 3,
-        load = _mm512_loadu_pd, store = _mm512_storeu_pd, set1 = _mm512_set1_pd,
-        zero = _mm512_setzero_pd, add = _mm512_add_pd, mul = _mm512_mul_pd,
-        fmadd = _mm512_fmadd_pd, fnmadd = _mm512_fnmadd_pd,
+        f64s,
+        f64,
+        __m512d,
+        log_lanes = 3,
+        load = _mm512_loadu_pd,
+        store = _mm512_storeu_pd,
+        set1 = _mm512_set1_pd,
+        zero = _mm512_setzero_pd,
+        add = _mm512_add_pd,
+        mul = _mm512_mul_pd,
+        fmadd = _mm512_fmadd_pd,
+        fnmadd = _mm512_fnmadd_pd,
         {
             /// The first `K` stages inside one vector.
             #[inline(always)]

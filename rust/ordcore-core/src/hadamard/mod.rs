@@ -302,7 +302,9 @@ pub fn fwht_inplace<T: Real>(
     crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call.
-        return for_each_chunk(rows, n, |chunk| kernel::pow2_rows(None, chunk, n, None, scale));
+        return for_each_chunk(rows, n, |chunk| {
+            kernel::pow2_rows(None, chunk, n, None, scale)
+        });
     }
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
         plan.apply(None, row, None, scale, scratch, inverse);

@@ -308,7 +308,13 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     .map(conv)
                     .collect();
                 let sg: Vec<T> = (0..p)
-                    .map(|i| conv(if counter_sign_negative(3, 1, i as u64) { -1.0 } else { 1.0 }))
+                    .map(|i| {
+                        conv(if counter_sign_negative(3, 1, i as u64) {
+                            -1.0
+                        } else {
+                            1.0
+                        })
+                    })
                     .collect();
                 let s = conv(0.3);
                 for signs in [None, Some(&sg[..])] {
@@ -338,11 +344,21 @@ fn portable_rows_equal_dense_with_signs_and_scale() {
         let n = 1usize << lg;
         let x = test_vec(2 * n, lg as u64);
         let sg: Vec<f64> = (0..n)
-            .map(|i| if counter_sign_negative(9, 0, i as u64) { -1.0 } else { 1.0 })
+            .map(|i| {
+                if counter_sign_negative(9, 0, i as u64) {
+                    -1.0
+                } else {
+                    1.0
+                }
+            })
             .collect();
         let mut got = x.clone();
         kernel::pow2_rows_at(Level::Portable, None, &mut got, n, Some(&sg), 0.5);
-        let sx: Vec<f64> = x.iter().enumerate().map(|(i, v)| v * sg[i % n] * 0.5).collect();
+        let sx: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * sg[i % n] * 0.5)
+            .collect();
         assert!(close(&got, &dense(&sx, n, false), 1e-12), "n={n}");
     }
 }
