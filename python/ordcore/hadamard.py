@@ -195,6 +195,36 @@ def _fwht_impl(
     out: NDArray[Any] | None,
     num_threads: int | None,
 ) -> NDArray[Any]:
+    if (
+        type(x) is np.ndarray
+        and (out is None or out is x)
+        and x.ndim >= 1
+        and type(axis) is int
+        and (axis == -1 or axis == x.ndim - 1)
+        and x.dtype.isnative
+        and x.dtype.char in "fd"
+        and x.flags.c_contiguous
+        and (out is None or x.flags.writeable)
+        and x.size > 0
+        and _core.hadamard_is_supported_size(x.shape[-1])
+    ):
+        # The common case (native float32/float64 rows, last axis, C-contiguous, in place or
+        # into a new array) without the general layout handling: small batches are
+        # dominated by per-call overhead.
+        # num_threads_arg's bound is never below 64
+        nt = (num_threads if num_threads is None
+              or (type(num_threads) is int and 1 <= num_threads <= 64)
+              else num_threads_arg(num_threads))
+        f32 = x.dtype.char == "f"
+        rows = x.reshape(-1, x.shape[-1])
+        if out is None:
+            res: NDArray[Any] = np.empty(rows.shape, dtype=x.dtype)
+            (_core.hadamard_fwht_f32 if f32 else _core.hadamard_fwht_f64)(
+                rows, res, bool(normalized), inverse, nt)
+            return res.reshape(x.shape)
+        (_core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64)(
+            rows, bool(normalized), inverse, nt)
+        return x
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
     _check_size("x", arr.shape[ax])
