@@ -73,9 +73,11 @@ def kernel() -> str:
     """The SIMD path of the CPU transforms: ``"avx512"``, ``"avx2"`` or ``"portable"``.
 
     The best the CPU runs, capped by the environment variable ``ORDCORE_HADAMARD_KERNEL``
-    (read once per process). float32 power-of-two rows of at least 256 elements run a
-    register-blocked kernel on ``"avx512"``; every path computes the same transform (up to
-    float rounding order).
+    (read once per process). On ``"avx512"`` power-of-two rows (float32 and float64, any
+    length) run hand-blocked kernels (several short rows per vector, up to 256 float32 / 128
+    float64 elements in registers, radix-16/8 register passes above). Every path does the
+    same additions in the same order, with the scale and signs applied to the input, so
+    all paths return identical bits.
     """
     return _core.hadamard_kernel()
 
