@@ -199,31 +199,43 @@ def _fwht_impl(
 ) -> NDArray[Any]:
     if (
         type(x) is np.ndarray
-        and (out is None or out is x)
+        and (
+            out is None
+            or out is x
+            or (
+                type(out) is np.ndarray
+                and out.shape == x.shape
+                and out.dtype == x.dtype
+                and out.flags.c_contiguous
+                and out.flags.writeable
+                and not np.may_share_memory(out, x)
+            )
+        )
         and x.ndim >= 1
         and type(axis) is int
         and (axis == -1 or axis == x.ndim - 1)
         and x.dtype.isnative
         and x.dtype.char in "fd"
         and x.flags.c_contiguous
-        and (out is None or x.flags.writeable)
+        and (out is not x or x.flags.writeable)
         and x.size > 0
         and _core.hadamard_is_supported_size(x.shape[-1])
     ):
-        # The common case (native float32/float64 rows, last axis, C-contiguous, in place or
-        # into a new array) without the general layout handling: small batches are
-        # dominated by per-call overhead.
+        # The common case (native float32/float64 rows, last axis, C-contiguous, in place,
+        # into a new array or into a separate C-contiguous out) without the general layout
+        # handling: small batches are dominated by per-call overhead.
         # num_threads_arg's bound is never below 64
         nt = (num_threads if num_threads is None
               or (type(num_threads) is int and 1 <= num_threads <= 64)
               else num_threads_arg(num_threads))
         f32 = x.dtype.char == "f"
         rows = x.reshape(-1, x.shape[-1])
-        if out is None:
-            res: NDArray[Any] = np.empty(rows.shape, dtype=x.dtype)
+        if out is not x:
+            res: NDArray[Any] = (np.empty(rows.shape, dtype=x.dtype) if out is None
+                                 else out.reshape(rows.shape))
             (_core.hadamard_fwht_f32 if f32 else _core.hadamard_fwht_f64)(
                 rows, res, bool(normalized), inverse, nt)
-            return res.reshape(x.shape)
+            return res.reshape(x.shape) if out is None else out
         (_core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64)(
             rows, bool(normalized), inverse, nt)
         return x
