@@ -11,14 +11,17 @@ use pyo3::prelude::*;
 use crate::errors::invalid;
 use crate::runtime::{run, run_small};
 
-/// `run`, or `run_small` when the core would not split `len` elements across threads.
+/// `run`, or `run_small` (on the calling thread) when the core would not split `len`
+/// elements across threads or one thread was asked for (then kept serial).
 fn run_sized<T: Send>(
     py: Python<'_>,
     num_threads: Option<usize>,
     len: usize,
     f: impl FnOnce() -> ordcore_core::Result<T> + Send,
 ) -> PyResult<T> {
-    if len < ordcore_core::PARALLEL_THRESHOLD {
+    if num_threads == Some(1) {
+        run_small(py, num_threads, move || core::serial(f))
+    } else if len < ordcore_core::PARALLEL_THRESHOLD {
         run_small(py, num_threads, f)
     } else {
         run(py, num_threads, f)

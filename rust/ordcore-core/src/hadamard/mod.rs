@@ -170,6 +170,28 @@ impl Plan {
     }
 }
 
+thread_local! {
+    static SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every transform it calls on this thread kept on this thread (no rayon
+/// tasks, whatever the input size): for a caller that asked for one thread and runs `f`
+/// itself rather than handing it to a one-thread pool.
+pub fn serial<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SERIAL.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(SERIAL.with(|c| c.replace(true)));
+    f()
+}
+
+fn parallel_allowed() -> bool {
+    !SERIAL.with(|c| c.get())
+}
+
 /// Rows per parallel task: about `PARALLEL_THRESHOLD / 2` elements each.
 fn rows_per_task(n: usize) -> usize {
     (PARALLEL_THRESHOLD / 2 / n.max(1)).max(1)
@@ -188,7 +210,7 @@ where
         Ok(())
     };
     let step = n * rows_per_task(n);
-    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n {
+    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n && parallel_allowed() {
         rows.par_chunks_mut(step).try_for_each(run)
     } else {
         rows.chunks_mut(step).try_for_each(run)
@@ -227,7 +249,7 @@ where
         Ok(())
     };
     let rpt = rows_per_task(n_src);
-    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src {
+    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src && parallel_allowed() {
         src.par_chunks(n_src * rpt)
             .zip(dst.par_chunks_mut(n_dst * rpt))
             .try_for_each(run)

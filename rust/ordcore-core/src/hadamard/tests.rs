@@ -362,3 +362,23 @@ fn portable_rows_equal_dense_with_signs_and_scale() {
         assert!(close(&got, &dense(&sx, n, false), 1e-12), "n={n}");
     }
 }
+
+#[test]
+fn serial_gives_the_parallel_result_and_resets() {
+    let n = 256;
+    let x = test_vec(n * 512, 4);
+    let mut par = x.clone();
+    fwht_inplace(&mut par, n, true, false).unwrap();
+    let mut ser = x.clone();
+    let on = serial(|| {
+        fwht_inplace(&mut ser, n, true, false).unwrap();
+        parallel_allowed()
+    });
+    assert!(!on && parallel_allowed());
+    assert_eq!(par, ser);
+    let rh = RandomizedHadamard::new(n, 3, 2, None).unwrap();
+    let (mut a, mut b) = (x.clone(), vec![0.0; x.len()]);
+    rh.forward_inplace_f64(&mut a).unwrap();
+    serial(|| rh.forward_into_f64(&x, &mut b)).unwrap();
+    assert_eq!(a, b);
+}
