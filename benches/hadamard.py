@@ -1,20 +1,26 @@
-"""Speed of ordcore.hadamard.fwht against its peers (float32, one batch of ~64 MiB).
+"""Speed of ordcore.hadamard.fwht and RandomizedHadamard against their peers.
 
-Part 1, interleaved (each repeat runs every contender once on the same data, best of
---reps kept), single-threaded: np.copyto over the same array (the memory-bandwidth floor),
-ordcore in place (``fwht(y, out=y)``) and out of place (``out=``), and fht-cpu (SIMD C) in
-place and with ``out=``. Ratios: ordcore / fht-cpu (< 1: ordcore faster) and out-of-place
-ordcore / memcpy. In-place runs start from the same data every time (restored untimed).
-fht-cpu is unnormalized and ordcore runs normalized (the scale is fused), so ordcore does
-a little more work; outputs are checked equal up to that scale first. fht-cpu is skipped
-with the reason printed when it cannot be imported (pip install fht-cpu).
+Part 1, interleaved (each repeat runs every contender once on the same data; the best and
+the median of --reps are kept), single-threaded, float32 and float64, for every size in
+--sizes and two batch shapes (a batch of about --mib MiB, and --small-rows rows per call,
+called repeatedly): np.copyto over the same array (the memory-bandwidth floor), ordcore in
+place (``fwht(y, out=y)``) and out of place (``out=``), fht-cpu (SIMD C) in place and with
+``out=`` (fht-cpu copies, then transforms), and a one-block ``RandomizedHadamard`` in place
+and with ``out=`` (sign flips and scale fused into the transform). Ratios: ordcore /
+fht-cpu (< 1: ordcore faster) and out-of-place ordcore / memcpy. In-place runs start from
+the same data every time (restored untimed). fht-cpu is unnormalized; ordcore runs
+unnormalized here too (normalized costs the same: the scale rides along with the first
+pass), and outputs are checked equal first. fht-cpu is skipped with the reason printed when
+it cannot be imported (pip install fht-cpu). The load average is printed before and after
+(the numbers are only as quiet as the machine).
 
-Part 2: ordcore on all cores, the dense product ``x @ scipy.linalg.hadamard(n)`` (n <= 4096,
-timed on a slice of the rows), a NumPy reshape-based FWHT, and the ``hadamard-transform``
-package (torch, CPU) when importable; ratios peer / ordcore. JSON goes to
-bench-results/hadamard.json.
+Part 2 (--part2): ordcore on all cores, the dense product ``x @ scipy.linalg.hadamard(n)``
+(n <= 4096, timed on a slice of the rows), a NumPy reshape-based FWHT, and the
+``hadamard-transform`` package (torch, CPU) when importable; ratios peer / ordcore. JSON
+goes to bench-results/hadamard.json.
 
-    python benches/hadamard.py [--mib 64] [--reps 5]
+    python benches/hadamard.py [--mib 32] [--reps 5] [--sizes 256 4096 32768]
+        [--dtypes float32 float64] [--small-rows 8] [--part2]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -32,21 +39,23 @@ import scipy.linalg
 
 from ordcore import hadamard
 
-SIZES = [64, 256, 1024, 4096, 32768]
+SIZES = [2, 4, 8, 16, 64, 256, 1024, 4096, 32768, 262144, 1048576]
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], reset: Callable[[], None], elems: int,
-                reps: int) -> dict[str, float]:
-    """Best ns per element of each function, run in turn ``reps`` times, ``reset()``
-    (untimed) before each call."""
-    best = dict.fromkeys(fns, float("inf"))
+                reps: int, calls: int = 1) -> dict[str, tuple[float, float]]:
+    """(best, median) ns per element of each function, run in turn ``reps`` times
+    (``calls`` calls per timing), ``reset()`` (untimed) before each timing."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(reps):
         for name, f in fns.items():
             reset()
             t0 = time.perf_counter()
-            f()
-            best[name] = min(best[name], time.perf_counter() - t0)
-    return {k: v / elems * 1e9 for k, v in best.items()}
+            for _ in range(calls):
+                f()
+            times[name].append(time.perf_counter() - t0)
+    scale = 1e9 / (elems * calls)
+    return {k: (min(v) * scale, statistics.median(v) * scale) for k, v in times.items()}
 
 
 def fht_cpu_peer() -> tuple[Any, str]:
@@ -59,49 +68,88 @@ def fht_cpu_peer() -> tuple[Any, str]:
     return fht_cpu, f"fht-cpu {version('fht-cpu')}"
 
 
-def part1(sizes: list[int], mib: float, reps: int) -> list[dict[str, Any]]:
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
+          small_rows: int) -> list[dict[str, Any]]:
     fc, note = fht_cpu_peer()
     print(f"peer: {note}" if fc else f"skipped fht-cpu: {note}")
+    print(f"load average before: {load()}")
     rng = np.random.default_rng(0)
-    print("single-threaded, float32, ns per element (best of interleaved repeats)")
-    head = (f"{'n':>6} {'rows':>6} | {'memcpy':>7} {'ord in':>7} {'ord out':>7} {'fht in':>7} "
-            f"{'fht out':>7} | {'in: ord/fht':>11} {'out: ord/fht':>12} {'ord out/memcpy':>14}")
+    print("single-threaded, ns per element: best (median) of interleaved repeats")
+    head = (f"{'dtype':>7} {'n':>7} {'rows':>7} | {'memcpy':>6} {'ord in':>6} {'fht in':>6} "
+            f"{'ord out':>7} {'fht out':>7} {'rot in':>6} {'rot out':>7} | {'in o/f':>13} "
+            f"{'out o/f':>7} {'out/memcpy':>13} {'rot in/fht':>10} {'rot out/mc':>10}")
     print(head)
     print("-" * len(head))
     rows_out = []
-    for n in sizes:
-        rows = max(1, int(mib * 2**20) // 4 // n)
-        x = rng.standard_normal((rows, n), dtype=np.float32)
-        y = x.copy()
-        out = np.empty_like(x)
-        if fc is not None:
-            want = hadamard.fwht(x[:4], normalized=False)
-            got = fc.fht(x[:4].copy(), inplace=True, num_threads=1)
-            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(n))
-        fns: dict[str, Callable[[], Any]] = {
-            "memcpy": lambda: np.copyto(out, x),
-            "ordcore_inplace": lambda: hadamard.fwht(y, out=y, num_threads=1),
-            "ordcore_out": lambda: hadamard.fwht(x, out=out, num_threads=1),
-        }
-        if fc is not None:
-            fns["fht_cpu_inplace"] = lambda: fc.fht(y, inplace=True, num_threads=1)
-            fns["fht_cpu_out"] = lambda: fc.fht(x, out=out, num_threads=1)
-        t = interleaved(fns, lambda: np.copyto(y, x), x.size, reps)
-        r: dict[str, Any] = {"n": n, "rows": rows, "ns_per_elem": t}
-        fi, fo = t.get("fht_cpu_inplace"), t.get("fht_cpu_out")
-        r["ratio_inplace_ordcore_over_fht_cpu"] = t["ordcore_inplace"] / fi if fi else None
-        r["ratio_out_ordcore_over_fht_cpu"] = t["ordcore_out"] / fo if fo else None
-        r["ratio_out_ordcore_over_memcpy"] = t["ordcore_out"] / t["memcpy"]
-        rows_out.append(r)
+    for dt_name in dtypes:
+        dt = np.dtype(dt_name)
+        for n in sizes:
+            big = max(1, int(mib * 2**20) // dt.itemsize // n)
+            for rows in dict.fromkeys([big, min(big, small_rows)]):
+                calls = max(1, (1 << 20) // (rows * n)) if rows < big else 1
+                x = rng.standard_normal((rows, n)).astype(dt)
+                y = x.copy()
+                out = np.empty_like(x)
+                rot = hadamard.RandomizedHadamard(n, seed=1, dtype=dt)
+                if fc is not None:
+                    want = hadamard.fwht(x[:4], normalized=False)
+                    got = fc.fht(x[:4].copy(), inplace=True, num_threads=1)
+                    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3 * np.sqrt(n))
+                fns: dict[str, Callable[[], Any]] = {
+                    "memcpy": lambda: np.copyto(out, x),
+                    "ordcore_inplace": lambda: hadamard.fwht(y, out=y, normalized=False,
+                                                             num_threads=1),
+                    "ordcore_out": lambda: hadamard.fwht(x, out=out, normalized=False,
+                                                         num_threads=1),
+                    "rotation_inplace": lambda: rot.forward(y, out=y, num_threads=1),
+                    "rotation_out": lambda: rot.forward(x, out=out, num_threads=1),
+                }
+                if fc is not None:
+                    fns["fht_cpu_inplace"] = lambda: fc.fht(y, inplace=True, num_threads=1)
+                    fns["fht_cpu_out"] = lambda: fc.fht(x, out=out, num_threads=1)
+                t = interleaved(fns, lambda: np.copyto(y, x), x.size, reps, calls)
+                b = {k: v[0] for k, v in t.items()}
+                med = {k: v[1] for k, v in t.items()}
+                r: dict[str, Any] = {"dtype": dt_name, "n": n, "rows": rows, "calls": calls,
+                                     "ns_per_elem_best": b, "ns_per_elem_median": med}
+                fi, fo = b.get("fht_cpu_inplace"), b.get("fht_cpu_out")
 
-        def f(v: float | None, w: int, p: int = 3) -> str:
-            return f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"
+                def ratio(num: str, den: str, d: dict[str, float]) -> float | None:
+                    return d[num] / d[den] if den in d else None
 
-        print(f"{n:>6} {rows:>6} | {f(t['memcpy'], 7)} {f(t['ordcore_inplace'], 7)} "
-              f"{f(t['ordcore_out'], 7)} {f(fi, 7)} {f(fo, 7)} | "
-              f"{f(r['ratio_inplace_ordcore_over_fht_cpu'], 11, 2)} "
-              f"{f(r['ratio_out_ordcore_over_fht_cpu'], 12, 2)} "
-              f"{f(r['ratio_out_ordcore_over_memcpy'], 14, 2)}", flush=True)
+                r["ratio_inplace_ordcore_over_fht_cpu"] = ratio("ordcore_inplace", "fht_cpu_inplace", b)
+                r["ratio_inplace_ordcore_over_fht_cpu_median"] = ratio(
+                    "ordcore_inplace", "fht_cpu_inplace", med)
+                r["ratio_out_ordcore_over_fht_cpu"] = ratio("ordcore_out", "fht_cpu_out", b)
+                r["ratio_out_ordcore_over_memcpy"] = ratio("ordcore_out", "memcpy", b)
+                r["ratio_out_ordcore_over_memcpy_median"] = ratio("ordcore_out", "memcpy", med)
+                r["ratio_rotation_inplace_over_fht_cpu"] = ratio(
+                    "rotation_inplace", "fht_cpu_inplace", b)
+                r["ratio_rotation_out_over_memcpy"] = ratio("rotation_out", "memcpy", b)
+                rows_out.append(r)
+
+                def f(v: float | None, w: int, p: int = 3) -> str:
+                    return f"{v:>{w}.{p}f}" if v is not None else f"{'-':>{w}}"
+
+                def pair(a: float | None, m: float | None) -> str:
+                    return f"{f(a, 5, 2)} ({f(m, 5, 2)})"
+
+                print(f"{dt_name:>7} {n:>7} {rows:>7} | {f(b['memcpy'], 6)} "
+                      f"{f(b['ordcore_inplace'], 6)} {f(fi, 6)} {f(b['ordcore_out'], 7)} "
+                      f"{f(fo, 7)} {f(b['rotation_inplace'], 6)} {f(b['rotation_out'], 7)} | "
+                      f"{pair(r['ratio_inplace_ordcore_over_fht_cpu'], r['ratio_inplace_ordcore_over_fht_cpu_median'])} "
+                      f"{f(r['ratio_out_ordcore_over_fht_cpu'], 7, 2)} "
+                      f"{pair(r['ratio_out_ordcore_over_memcpy'], r['ratio_out_ordcore_over_memcpy_median'])} "
+                      f"{f(r['ratio_rotation_inplace_over_fht_cpu'], 10, 2)} "
+                      f"{f(r['ratio_rotation_out_over_memcpy'], 10, 2)}", flush=True)
+    print(f"load average after: {load()}")
     return rows_out
 
 
@@ -146,13 +194,37 @@ def torch_peer() -> tuple[Callable[[np.ndarray], Any] | None, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mib", type=float, default=64.0)
+    ap.add_argument("--mib", type=float, default=32.0)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--sizes", type=int, nargs="*", default=SIZES)
+    ap.add_argument("--dtypes", nargs="*", default=["float32", "float64"],
+                    choices=["float32", "float64"])
+    ap.add_argument("--small-rows", type=int, default=8,
+                    help="rows per call of the small-batch shape (called repeatedly)")
+    ap.add_argument("--part2", action="store_true", help="also run part 2 (all cores, peers)")
     args = ap.parse_args()
-    single = part1(args.sizes, args.mib, args.reps)
+    single = part1(args.sizes, args.mib, args.reps, args.dtypes, args.small_rows)
     print()
+    results: list[dict[str, Any]] = []
+    if args.part2:
+        results = part2(args)
+    meta = {
+        "bench": "hadamard",
+        "machine": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "batch_mib": args.mib,
+        "reps": args.reps,
+        "single_threaded_vs_fht_cpu": single,
+        "results": results,
+    }
+    outdir = Path(__file__).resolve().parents[1] / "bench-results"
+    outdir.mkdir(exist_ok=True)
+    (outdir / "hadamard.json").write_text(json.dumps(meta, indent=2))
+    print(f"wrote {outdir / 'hadamard.json'}")
 
+
+def part2(args: argparse.Namespace) -> list[dict[str, Any]]:
     peer, peer_note = torch_peer()
     print(f"peer hadamard-transform: {peer_note}")
     rng = np.random.default_rng(0)
@@ -203,21 +275,7 @@ def main() -> None:
               f"{f(r['dense'], 8, 2)} {f(r['numpy'], 7, 2)} {f(ht, 7, 2)} | "
               f"{f(r['ratio_ordcore_1t_over_copy'], 8, 2)} {f(r['ratio_dense_over_ordcore'], 9, 1)} "
               f"{f(r['ratio_numpy_over_ordcore'], 9, 1)} {f(r['ratio_hadamard_transform_over_ordcore'], 8, 1)}")
-    meta = {
-        "bench": "hadamard",
-        "machine": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "numpy": np.__version__,
-        "hadamard_transform": peer_note,
-        "batch_mib": args.mib,
-        "reps": args.reps,
-        "single_threaded_vs_fht_cpu": single,
-        "results": results,
-    }
-    outdir = Path(__file__).resolve().parents[1] / "bench-results"
-    outdir.mkdir(exist_ok=True)
-    (outdir / "hadamard.json").write_text(json.dumps(meta, indent=2))
-    print(f"wrote {outdir / 'hadamard.json'}")
+    return results
 
 
 if __name__ == "__main__":

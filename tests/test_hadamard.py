@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import subprocess
 import sys
 
@@ -515,6 +518,7 @@ def test_huge_rotation_raises_memory_error_instead_of_aborting() -> None:
 
 
 _KERNEL_CHECK = r"""
+import hashlib
 import json
 import numpy as np
 import scipy.linalg
@@ -522,13 +526,17 @@ from ordcore import hadamard
 
 rng = np.random.default_rng(3)
 worst = 0.0
-for n in [1, 2, 8, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 12 * 256, 172 * 512]:
+digest = hashlib.sha256()
+# below, at and above one vector (16 float32 / 8 float64), the 16-register block (256 /
+# 128), the radix-16 and radix-8 passes, and composite sizes
+sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 1 << 17,
+         12 * 256, 172 * 512]
+for n in sizes:
     x = rng.standard_normal((3, n))
     if n <= 4096 and n & (n - 1) == 0:
         want = x @ scipy.linalg.hadamard(n)
     else:
         want = hadamard.fwht(x, normalized=False)  # float64: the generic loops
-    signs = np.where(rng.random(n) < 0.5, -1.0, 1.0)
     for dt in (np.float32, np.float64):
         xs = x.astype(dt)
         tol = (1e-4 if dt == np.float32 else 1e-10) * np.sqrt(n) * (np.abs(want).max() + 1)
@@ -541,20 +549,28 @@ for n in [1, 2, 8, 64, 128, 256, 512, 4096, 8192, 32768, 65536, 12 * 256, 172 * 
         o = np.empty_like(xs)
         hadamard.fwht(xs, out=o, normalized=False)
         assert np.array_equal(o, got)
+        digest.update(got.tobytes() + y.tobytes())
+        # many rows of a small n in one call (several rows per vector, ragged tails)
+        many = rng.standard_normal((37, n)).astype(dt) if n <= 256 else xs
+        digest.update(hadamard.fwht(many).tobytes())
         ok = hadamard.is_supported_size(n)
-        rot = hadamard.RandomizedHadamard(n, seed=5, dtype=dt) if ok else None
-        if rot is not None and n > 1:
+        for group in (None, 4, 32):
+            if group is not None and (n % group or n == group):
+                continue
+            rot = hadamard.RandomizedHadamard(n, seed=5, blocks=2, group_size=group, dtype=dt)
             r = rot.forward(xs)
-            assert np.allclose(rot.inverse(r), xs, atol=tol / np.sqrt(n))
-print(json.dumps({"kernel": hadamard.kernel(), "worst": worst}))
+            back = rot.inverse(r)
+            assert np.allclose(back, xs, atol=tol / np.sqrt(n)), (n, dt, group)
+            r2 = xs.copy()
+            rot.forward(r2, out=r2)  # in place
+            assert np.array_equal(r2, r), (n, dt, group)
+            digest.update(r.tobytes() + back.tobytes())
+print(json.dumps({"kernel": hadamard.kernel(), "worst": worst, "digest": digest.hexdigest()}))
 """
 
 
-@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
-def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
-    """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
-    rotations, float32 and float64, sizes below, at and above the 256-element register
-    block and the cache block, against x @ scipy.linalg.hadamard(n)."""
+@functools.lru_cache(maxsize=None)
+def _kernel_check(kernel: str) -> dict[str, Any]:
     import json
     import os
     import subprocess
@@ -564,8 +580,56 @@ def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
     r = subprocess.run([sys.executable, "-c", _KERNEL_CHECK], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(r.stdout.strip().splitlines()[-1])
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["portable", "avx2", "avx512"])
+def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
+    """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
+    rotations (grouped, in place too), float32 and float64, sizes below, at and above one
+    vector, the register block and each large-stride pass, against
+    x @ scipy.linalg.hadamard(n)."""
+    out = _kernel_check(kernel)
     order = ["portable", "avx2", "avx512"]
     assert order.index(out["kernel"]) <= order.index(kernel)
     if kernel == "portable":
         assert out["kernel"] == "portable"
+
+
+def test_every_hadamard_kernel_gives_identical_bits() -> None:
+    """Every path does the same additions in the same order (scale and signs applied to
+    the input), so transforms and rotations agree bit for bit across paths."""
+    digests = {k: _kernel_check(k)["digest"] for k in ["portable", "avx2", "avx512"]}
+    assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_out_aliasing_rules_on_the_fast_path(dt: type) -> None:
+    """out= may be x, a view of x's memory, a reversed view, or a separate array: every
+    form gives the transform of the original x (the contiguous fast path and the general
+    path agree), and a separate out leaves x untouched."""
+    base = rand((5, 64), seed=21).astype(dt)
+    want = had.fwht(base.astype(np.float64)).astype(dt)
+    tol = 1e-5 if dt == np.float32 else 1e-12
+    for make_out in (lambda a: a, lambda a: a.view(), lambda a: a[::-1, :][::-1, :],
+                     lambda a: a.reshape(5, 64)):
+        x = base.copy()
+        out = make_out(x)
+        res = had.fwht(x, out=out)
+        assert res is out
+        np.testing.assert_allclose(out, want, atol=tol)
+    x = base.copy()
+    sep = np.full_like(x, 7)
+    assert had.fwht(x, out=sep) is sep
+    np.testing.assert_array_equal(x, base)
+    np.testing.assert_array_equal(sep, had.fwht(base))
+    # 1-D and 3-D inputs through the fast path equal the 2-D rows
+    np.testing.assert_array_equal(had.fwht(base[0]), had.fwht(base)[0])
+    np.testing.assert_array_equal(had.fwht(base.reshape(5, 4, 16), axis=-1),
+                                  had.fwht(base.reshape(20, 16)).reshape(5, 4, 16))
+    # a read-only x with out=x is refused as before
+    ro = base.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        had.fwht(ro, out=ro)

@@ -141,6 +141,26 @@ class RandomizedHadamard:
     @property
     def group_size(self) -> int: ...
     def signs(self, b: int) -> NDArray[np.float64]: ...
+    def rotate_into_f32(
+        self,
+        x: NDArray[np.float32],
+        out: NDArray[np.float32],
+        inverse: bool,
+        num_threads: int | None = None,
+    ) -> None: ...
+    def rotate_inplace_f32(
+        self, x: NDArray[np.float32], inverse: bool, num_threads: int | None = None
+    ) -> None: ...
+    def rotate_into_f64(
+        self,
+        x: NDArray[np.float64],
+        out: NDArray[np.float64],
+        inverse: bool,
+        num_threads: int | None = None,
+    ) -> None: ...
+    def rotate_inplace_f64(
+        self, x: NDArray[np.float64], inverse: bool, num_threads: int | None = None
+    ) -> None: ...
     def forward_f32(
         self, x: NDArray[np.float32], num_threads: int | None = None
     ) -> NDArray[np.float32]: ...

@@ -73,9 +73,11 @@ def kernel() -> str:
     """The SIMD path of the CPU transforms: ``"avx512"``, ``"avx2"`` or ``"portable"``.
 
     The best the CPU runs, capped by the environment variable ``ORDCORE_HADAMARD_KERNEL``
-    (read once per process). float32 power-of-two rows of at least 256 elements run a
-    register-blocked kernel on ``"avx512"``; every path computes the same transform (up to
-    float rounding order).
+    (read once per process). On ``"avx512"`` power-of-two rows (float32 and float64, any
+    length) run hand-blocked kernels (several short rows per vector, up to 256 float32 / 128
+    float64 elements in registers, radix-16/8 register passes above). Every path does the
+    same additions in the same order, with the scale and signs applied to the input, so
+    all paths return identical bits.
     """
     return _core.hadamard_kernel()
 
@@ -195,6 +197,48 @@ def _fwht_impl(
     out: NDArray[Any] | None,
     num_threads: int | None,
 ) -> NDArray[Any]:
+    if (
+        type(x) is np.ndarray
+        and (
+            out is None
+            or out is x
+            or (
+                type(out) is np.ndarray
+                and out.shape == x.shape
+                and out.dtype == x.dtype
+                and out.flags.c_contiguous
+                and out.flags.writeable
+                and not np.may_share_memory(out, x)
+            )
+        )
+        and x.ndim >= 1
+        and type(axis) is int
+        and (axis == -1 or axis == x.ndim - 1)
+        and x.dtype.isnative
+        and x.dtype.char in "fd"
+        and x.flags.c_contiguous
+        and (out is not x or x.flags.writeable)
+        and x.size > 0
+        and _core.hadamard_is_supported_size(x.shape[-1])
+    ):
+        # The common case (native float32/float64 rows, last axis, C-contiguous, in place,
+        # into a new array or into a separate C-contiguous out) without the general layout
+        # handling: small batches are dominated by per-call overhead.
+        # num_threads_arg's bound is never below 64
+        nt = (num_threads if num_threads is None
+              or (type(num_threads) is int and 1 <= num_threads <= 64)
+              else num_threads_arg(num_threads))
+        f32 = x.dtype.char == "f"
+        rows = x.reshape(-1, x.shape[-1])
+        if out is not x:
+            res: NDArray[Any] = (np.empty(rows.shape, dtype=x.dtype) if out is None
+                                 else out.reshape(rows.shape))
+            (_core.hadamard_fwht_f32 if f32 else _core.hadamard_fwht_f64)(
+                rows, res, bool(normalized), inverse, nt)
+            return res.reshape(x.shape) if out is None else out
+        (_core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64)(
+            rows, bool(normalized), inverse, nt)
+        return x
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
     _check_size("x", arr.shape[ax])
@@ -480,15 +524,16 @@ class RandomizedHadamard:
             out = _check_out(out, arr.shape, self._dtype)
         f32 = self._dtype.itemsize <= 4
         core = self._core
-        if inverse:
-            fn = core.inverse_f32 if f32 else core.inverse_f64
-        else:
-            fn = core.forward_f32 if f32 else core.forward_f64
+        into = core.rotate_into_f32 if f32 else core.rotate_into_f64
+        inplace = core.rotate_inplace_f32 if f32 else core.rotate_inplace_f64
 
         def kernel(src: NDArray[Any], dst: NDArray[Any]) -> None:
-            dst[...] = fn(src, num_threads_arg(num_threads))
+            into(src, dst, inverse, num_threads_arg(num_threads))
 
-        return _rows_transform(arr, ax, out, self._dtype, kernel, None)
+        def inplace_kernel(rows: NDArray[Any]) -> None:
+            inplace(rows, inverse, num_threads_arg(num_threads))
+
+        return _rows_transform(arr, ax, out, self._dtype, kernel, inplace_kernel)
 
     def _apply_gpu(self, x: Any, axis: int, out: Any, inverse: bool) -> Any:
         """The GPU path (CuPy array or CUDA tensor in, the same kind out)."""

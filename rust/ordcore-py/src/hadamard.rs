@@ -9,7 +9,24 @@ use ordcore_core::hadamard as core;
 use pyo3::prelude::*;
 
 use crate::errors::invalid;
-use crate::runtime::run;
+use crate::runtime::{run, run_small};
+
+/// `run`, or `run_small` (on the calling thread) when the core would not split `len`
+/// elements across threads or one thread was asked for (then kept serial).
+fn run_sized<T: Send>(
+    py: Python<'_>,
+    num_threads: Option<usize>,
+    len: usize,
+    f: impl FnOnce() -> ordcore_core::Result<T> + Send,
+) -> PyResult<T> {
+    if num_threads == Some(1) {
+        run_small(py, num_threads, move || core::serial(f))
+    } else if len < ordcore_core::PARALLEL_THRESHOLD {
+        run_small(py, num_threads, f)
+    } else {
+        run(py, num_threads, f)
+    }
+}
 
 fn contiguous<'a, T: Element>(arg: &str, a: &'a PyReadonlyArray2<'_, T>) -> PyResult<&'a [T]> {
     a.as_slice()
@@ -70,7 +87,7 @@ macro_rules! fwht_bindings {
             }
             let src = contiguous("x", &x)?;
             let dst = contiguous_mut("out", &mut out)?;
-            run(py, num_threads, move || {
+            run_sized(py, num_threads, src.len(), move || {
                 core::fwht_into(src, dst, n, normalized, inverse)
             })
         }
@@ -87,7 +104,7 @@ macro_rules! fwht_bindings {
         ) -> PyResult<()> {
             let n = x.shape()[1];
             let rows = contiguous_mut("x", &mut x)?;
-            run(py, num_threads, move || {
+            run_sized(py, num_threads, rows.len(), move || {
                 core::fwht_inplace(rows, n, normalized, inverse)
             })
         }
@@ -247,6 +264,72 @@ impl RandomizedHadamard {
         Ok(PyArray1::from_slice(py, self.inner.signs(b)))
     }
 
+    /// Forward (or, when `inverse`, inverse) rotation of the rows of `x` into `out`.
+    #[pyo3(signature = (x, out, inverse, num_threads=None))]
+    fn rotate_into_f32(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f32>,
+        out: PyReadwriteArray2<'_, f32>,
+        inverse: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<()> {
+        let f: IntoFn<f32> = if inverse {
+            Rh::inverse_into_f32
+        } else {
+            Rh::forward_into_f32
+        };
+        rotate_into(&self.inner, py, x, out, num_threads, f)
+    }
+    /// The same rotation of the rows of `x`, in place.
+    #[pyo3(signature = (x, inverse, num_threads=None))]
+    fn rotate_inplace_f32(
+        &self,
+        py: Python<'_>,
+        x: PyReadwriteArray2<'_, f32>,
+        inverse: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<()> {
+        let f: InplaceFn<f32> = if inverse {
+            Rh::inverse_inplace_f32
+        } else {
+            Rh::forward_inplace_f32
+        };
+        rotate_inplace(&self.inner, py, x, num_threads, f)
+    }
+    /// Forward (or, when `inverse`, inverse) rotation of the rows of `x` into `out`.
+    #[pyo3(signature = (x, out, inverse, num_threads=None))]
+    fn rotate_into_f64(
+        &self,
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f64>,
+        out: PyReadwriteArray2<'_, f64>,
+        inverse: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<()> {
+        let f: IntoFn<f64> = if inverse {
+            Rh::inverse_into_f64
+        } else {
+            Rh::forward_into_f64
+        };
+        rotate_into(&self.inner, py, x, out, num_threads, f)
+    }
+    /// The same rotation of the rows of `x`, in place.
+    #[pyo3(signature = (x, inverse, num_threads=None))]
+    fn rotate_inplace_f64(
+        &self,
+        py: Python<'_>,
+        x: PyReadwriteArray2<'_, f64>,
+        inverse: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<()> {
+        let f: InplaceFn<f64> = if inverse {
+            Rh::inverse_inplace_f64
+        } else {
+            Rh::forward_inplace_f64
+        };
+        rotate_inplace(&self.inner, py, x, num_threads, f)
+    }
     #[pyo3(signature = (x, num_threads=None))]
     fn forward_f32<'py>(
         &self,
@@ -283,6 +366,52 @@ impl RandomizedHadamard {
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
         rotate(&self.inner, py, x, num_threads, Rh::inverse_into_f64)
     }
+}
+
+type InplaceFn<T> = fn(&Rh, &mut [T]) -> ordcore_core::Result<()>;
+
+fn check_rotation_rows(inner: &Rh, n: usize) -> PyResult<()> {
+    if n != inner.n() {
+        return Err(invalid(
+            "x",
+            format!("rows have length {n}, the rotation {}", inner.n()),
+        ));
+    }
+    Ok(())
+}
+
+/// The rotation of the C-contiguous rows of `x` written into `out` (same shape, no overlap).
+fn rotate_into<T: Element + Send + Sync>(
+    inner: &Rh,
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, T>,
+    mut out: PyReadwriteArray2<'_, T>,
+    num_threads: Option<usize>,
+    f: IntoFn<T>,
+) -> PyResult<()> {
+    check_rotation_rows(inner, x.shape()[1])?;
+    if out.shape() != x.shape() {
+        return Err(invalid(
+            "out",
+            format!("has shape {:?}, expected {:?}", out.shape(), x.shape()),
+        ));
+    }
+    let src = contiguous("x", &x)?;
+    let dst = contiguous_mut("out", &mut out)?;
+    run_sized(py, num_threads, src.len(), move || f(inner, src, dst))
+}
+
+/// The rotation of the C-contiguous rows of `x`, in place.
+fn rotate_inplace<T: Element + Send + Sync>(
+    inner: &Rh,
+    py: Python<'_>,
+    mut x: PyReadwriteArray2<'_, T>,
+    num_threads: Option<usize>,
+    f: InplaceFn<T>,
+) -> PyResult<()> {
+    check_rotation_rows(inner, x.shape()[1])?;
+    let rows = contiguous_mut("x", &mut x)?;
+    run_sized(py, num_threads, rows.len(), move || f(inner, rows))
 }
 
 /// The SIMD path of the transforms (`ORDCORE_HADAMARD_KERNEL` caps it).

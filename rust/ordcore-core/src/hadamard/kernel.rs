@@ -1,6 +1,10 @@
-//! The butterflies. Everything here is `#[inline(always)]` generic code that the compiler
-//! vectorizes; [`pow2`], [`kmix`] and [`mul_assign`] pick, once per call, a copy compiled
-//! for AVX-512 or AVX2+FMA when the CPU has it (runtime detection, no `-C target-cpu`).
+//! The butterflies. The generic code here is `#[inline(always)]` code that the compiler
+//! vectorizes; [`pow2_rows`], [`kmix`] and [`mul_assign`] pick, once per call (a batch of
+//! rows), a copy compiled for AVX2+FMA, or for power-of-two groups on AVX-512 the
+//! hand-blocked kernels of `avx512`, when the CPU has it (runtime detection, no
+//! `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
+//! additions in the same order, with the scale and signs applied to the input, so all of
+//! them give the same bits.
 
 use std::ops::{Add, AddAssign, Mul, MulAssign, Sub};
 
@@ -25,12 +29,12 @@ pub trait Real:
     fn from_f64(v: f64) -> Self;
     /// The mixing matrix of `base`: forward (`x @ H`) or inverse (`y @ H^T`).
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self];
-    /// The whole power-of-two transform of [`pow2`] by a type-specific SIMD kernel when
-    /// one applies (returns false otherwise, leaving `x` untouched).
+    /// [`pow2_rows`] by the type's AVX-512 kernel (only called on the AVX-512 path).
     #[inline(always)]
-    fn pow2_simd(
+    fn rows_avx512(
         _src: Option<&[Self]>,
         _x: &mut [Self],
+        _g: usize,
         _signs: Option<&[Self]>,
         _s: Self,
     ) -> bool {
@@ -52,15 +56,25 @@ impl Real for f32 {
         }
     }
     #[inline(always)]
-    fn pow2_simd(src: Option<&[f32]>, x: &mut [f32], signs: Option<&[f32]>, s: f32) -> bool {
+    fn rows_avx512(
+        src: Option<&[f32]>,
+        x: &mut [f32],
+        g: usize,
+        signs: Option<&[f32]>,
+        s: f32,
+    ) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if x.len() >= avx512::BLOCK && level() == Level::Avx512 {
-            // SAFETY: level() is Avx512 only when the CPU has AVX-512F (checked there).
-            unsafe { avx512::pow2(src, x, signs, s) };
-            return true;
+        {
+            // SAFETY: only called on the AVX-512 path, i.e. when the CPU has AVX-512F/VL,
+            // AVX2 and FMA (checked in level()).
+            unsafe { avx512::f32s::rows(src, x, g, signs, s) };
+            true
         }
-        let _ = (src, signs, s);
-        false
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (src, x, g, signs, s);
+            false
+        }
     }
 }
 
@@ -75,6 +89,26 @@ impl Real for f64 {
             &base.inv_f64
         } else {
             &base.fwd_f64
+        }
+    }
+    #[inline(always)]
+    fn rows_avx512(
+        src: Option<&[f64]>,
+        x: &mut [f64],
+        g: usize,
+        signs: Option<&[f64]>,
+        s: f64,
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: as for f32.
+            unsafe { avx512::f64s::rows(src, x, g, signs, s) };
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (src, x, g, signs, s);
+            false
         }
     }
 }
@@ -253,19 +287,21 @@ fn stages_from<T: Real>(x: &mut [T], mut h: usize) {
 /// given, have `x.len()` elements.
 #[inline(always)]
 fn pow2_generic<T: Real>(src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T) {
-    if T::pow2_simd(src, x, signs, s) {
-        return;
-    }
     let n = x.len();
     if n < 8 {
-        if let Some(src) = src {
-            x.copy_from_slice(src);
-        }
-        if let Some(sg) = signs {
-            mul_assign_generic(x, sg);
+        // The scale (and signs) apply to the input, as in every other path, so every path
+        // rounds identically.
+        match (src, signs) {
+            (None, None) => x.iter_mut().for_each(|v| *v *= s),
+            (Some(a), None) => x.iter_mut().zip(a).for_each(|(v, &a)| *v = a * s),
+            (None, Some(g)) => x.iter_mut().zip(g).for_each(|(v, &g)| *v = *v * g * s),
+            (Some(a), Some(g)) => x
+                .iter_mut()
+                .zip(a)
+                .zip(g)
+                .for_each(|((v, &a), &g)| *v = a * g * s),
         }
         stages_from(x, 1);
-        scale_generic(x, s);
         return;
     }
     let blk = n.min(CACHE_BLOCK);
@@ -361,21 +397,66 @@ macro_rules! dispatched {
     };
 }
 
-dispatched!(
-    /// Sylvester-order FWHT of `(src or x) * signs * s` into `x` (length a power of two).
-    pow2, pow2_generic, (src: Option<&[T]>, x: &mut [T], signs: Option<&[T]>, s: T));
-/// [`pow2_generic`] on every length-`n` row of `x` (reading the rows of `src` when given):
-/// one dispatch per batch of rows instead of one per row.
+/// [`pow2_generic`] on every length-`g` group of `x` (reading the groups of `src` when
+/// given): element `e` of `x` is multiplied by `signs[e % signs.len()]` (`signs.len()` a
+/// multiple of `g`, `x.len()` a multiple of `signs.len()`).
 #[inline(always)]
-fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], n: usize, s: T) {
-    for (i, row) in x.chunks_exact_mut(n).enumerate() {
-        pow2_generic(src.map(|v| &v[i * n..(i + 1) * n]), row, None, s);
+fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+    let p = signs.map_or(1, |v| v.len());
+    for (i, grp) in x.chunks_exact_mut(g).enumerate() {
+        let e = i * g;
+        let sg = signs.map(|v| &v[e % p..e % p + g]);
+        pow2_generic(src.map(|v| &v[e..e + g]), grp, sg, s);
     }
 }
 
-dispatched!(
-    /// The power-of-two transform of every length-`n` row of `x` (see [`pow2_rows_generic`]).
-    pow2_rows, pow2_rows_generic, (src: Option<&[T]>, x: &mut [T], n: usize, s: T));
+/// Sylvester-order FWHT of every length-`g` group (a power of two) of `x`, of the input
+/// `(src or x) * signs * s` (signs periodic, see [`pow2_rows_generic`]), on the SIMD path
+/// `lvl` (at most [`level`]). Every path does the same additions in the same order, so the
+/// results are identical bit for bit. One dispatch per batch of rows.
+#[inline]
+pub fn pow2_rows_at<T: Real>(
+    lvl: Level,
+    src: Option<&[T]>,
+    x: &mut [T],
+    g: usize,
+    signs: Option<&[T]>,
+    s: T,
+) {
+    assert!(g.is_power_of_two() && x.len().is_multiple_of(g));
+    assert!(src.is_none_or(|v| v.len() == x.len()));
+    assert!(signs.is_none_or(|v| {
+        !v.is_empty() && v.len().is_multiple_of(g) && x.len().is_multiple_of(v.len())
+    }));
+    assert!(lvl <= level());
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+            pow2_rows_generic(src, x, g, signs, s)
+        }
+        match lvl {
+            Level::Avx512 => {
+                if T::rows_avx512(src, x, g, signs, s) {
+                    return;
+                }
+                // SAFETY: AVX-512 implies AVX2 + FMA (level() checks all four).
+                return unsafe { avx2(src, x, g, signs, s) };
+            }
+            // SAFETY: lvl <= level(), which picks a path only when the CPU supports it.
+            Level::Avx2 => return unsafe { avx2(src, x, g, signs, s) },
+            Level::Portable => {}
+        }
+    }
+    pow2_rows_generic(src, x, g, signs, s)
+}
+
+/// [`pow2_rows_at`] on the SIMD path in use.
+#[inline]
+pub fn pow2_rows<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+    pow2_rows_at(level(), src, x, g, signs, s)
+}
+
 dispatched!(
     /// The `H_K` mixing step (see [`kmix_generic`]).
     kmix, kmix_generic, (x: &[T], out: &mut [T], mix: &[T], k: usize, p: usize));
@@ -386,92 +467,381 @@ dispatched!(
     /// `x[i] *= s`.
     scale, scale_generic, (x: &mut [T], s: T));
 
-/// The float32 AVX-512 power-of-two transform: every 256-element block runs its first 8
-/// stages in 16 registers (4 inside each vector by permutes and masked subtractions, 4
-/// between vectors) while it is loaded, scaled, sign-flipped and (out of place) copied;
-/// the larger strides then run as in [`stages_from`], cache-blocked.
+/// The AVX-512 power-of-two transforms (float32 and float64 from one template).
+///
+/// Groups shorter than a vector run several to a vector; groups up to [`f32s::BLOCK`]
+/// elements (16 vectors) run every stage in registers while being loaded, sign-flipped,
+/// scaled and (out of place) copied from the source; longer groups finish those 256-element
+/// (float64: 128) blocks first, then the larger strides in radix-16 (and one smaller) passes
+/// held in registers, depth first so each pass works on cache-resident data. Stage `h` of
+/// lane `l` inside a vector is `fma(v[l], -1 or +1, v[l ^ h])` (exactly `v[l ^ h] -/+ v[l]`);
+/// between vectors `a + b` and `fnmadd(b, 1, a)` (exactly `a - b`, on the FMA ports so the
+/// adds run on twice the ports). Same additions in the same order as the generic loops.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
-    use std::arch::x86_64::*;
+    macro_rules! simd_kernel {
+        (
+            $name:ident, $t:ty, $v:ty, log_lanes = $lg:expr,
+            load = $load:ident, store = $store:ident, set1 = $set1:ident, zero = $zero:ident,
+            add = $add:ident, mul = $mul:ident, fmadd = $fmadd:ident, fnmadd = $fnmadd:ident,
+            { $($items:item)* }
+        ) => {
+            pub(super) mod $name {
+                use std::arch::x86_64::*;
 
-    /// Elements per register block.
-    pub(super) const BLOCK: usize = 256;
+                type T = $t;
+                type V = $v;
+                const LOG_LANES: usize = $lg;
+                const LANES: usize = 1 << LOG_LANES;
+                /// Vectors in one register block.
+                const NV: usize = 16;
+                /// Elements in one register block.
+                pub(in super::super) const BLOCK: usize = NV * LANES;
 
-    /// Stages h = 1, 2, 4, 8 inside one vector: lane `l` becomes `v[l] + v[l ^ h]` when
-    /// bit `h` of `l` is clear, else `v[l ^ h] - v[l]`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn intra(v: __m512) -> __m512 {
-        let p = _mm512_permute_ps::<0b10_11_00_01>(v);
-        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xAAAA, p, v);
-        let p = _mm512_permute_ps::<0b01_00_11_10>(v);
-        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xCCCC, p, v);
-        let p = _mm512_shuffle_f32x4::<0b10_11_00_01>(v, v);
-        let v = _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xF0F0, p, v);
-        let p = _mm512_shuffle_f32x4::<0b01_00_11_10>(v, v);
-        _mm512_mask_sub_ps(_mm512_add_ps(v, p), 0xFF00, p, v)
-    }
+                $($items)*
 
-    /// Stages h = 1..=128 of one 256-element block read from `inp` (scaled by `s`, times
-    /// `signs` when given), written to `out`.
-    ///
-    /// # Safety
-    /// `inp`, `out` (and `signs`) point to 256 valid `f32`; `inp` may equal `out`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn block(inp: *const f32, out: *mut f32, signs: Option<*const f32>, s: __m512) {
-        let mut v = [_mm512_setzero_ps(); 16];
-        for (j, r) in v.iter_mut().enumerate() {
-            // SAFETY: j * 16 + 16 <= 256 elements of each pointer.
-            let a = unsafe { _mm512_loadu_ps(inp.add(16 * j)) };
-            let a = match signs {
-                // SAFETY: as above.
-                Some(g) => _mm512_mul_ps(a, unsafe { _mm512_loadu_ps(g.add(16 * j)) }),
-                None => a,
-            };
-            *r = intra(_mm512_mul_ps(a, s));
-        }
-        for h in [1usize, 2, 4, 8] {
-            for j in 0..16 {
-                if j & h == 0 {
-                    let (a, b) = (v[j], v[j + h]);
-                    v[j] = _mm512_add_ps(a, b);
-                    v[j + h] = _mm512_sub_ps(a, b);
+                /// Signs of lane `l` for the in-vector stages: `-1` where bit `i` of `l` is set.
+                #[inline(always)]
+                unsafe fn lane_signs() -> [V; 4] {
+                    std::array::from_fn(|i| {
+                        let a: [T; LANES] = std::array::from_fn(|l| if l >> i & 1 == 1 { -1.0 } else { 1.0 });
+                        // SAFETY: `a` holds LANES elements.
+                        unsafe { $load(a.as_ptr()) }
+                    })
+                }
+
+                /// The butterflies of stride `H` (in vectors) between the `C` vectors of `v`.
+                #[inline(always)]
+                unsafe fn stage<const H: usize, const C: usize>(v: &mut [V; C], one: V) {
+                    for j in 0..C {
+                        if j & H == 0 && j + H < C {
+                            let (a, b) = (v[j], v[j + H]);
+                            v[j] = $add(a, b);
+                            v[j + H] = $fnmadd(b, one, a);
+                        }
+                    }
+                }
+
+                /// The butterflies of strides 1, 2, 4, 8 (in vectors) below `m` vectors.
+                #[inline(always)]
+                unsafe fn stages<const C: usize>(v: &mut [V; C], m: usize) {
+                    // SAFETY: register arithmetic only.
+                    unsafe {
+                        let one = $set1(1.0);
+                        if m > 1 {
+                            stage::<1, C>(v, one);
+                        }
+                        if m > 2 {
+                            stage::<2, C>(v, one);
+                        }
+                        if m > 4 {
+                            stage::<4, C>(v, one);
+                        }
+                        if m > 8 {
+                            stage::<8, C>(v, one);
+                        }
+                    }
+                }
+
+                /// One register block of `C` vectors (a multiple of `m`, at most NV): rows
+                /// of `m` vectors (`m` in 1..=NV, a power of two), every stage inside them.
+                #[inline(always)]
+                unsafe fn reg_block<const C: usize>(
+                    inp: *const T, out: *mut T, sg: Option<*const T>, s: V, c: &[V; 4], m: usize,
+                ) {
+                    // SAFETY: the caller guarantees C * LANES elements at each pointer.
+                    unsafe {
+                        let mut v = [$zero(); C];
+                        match sg {
+                            None => {
+                                for (j, r) in v.iter_mut().enumerate() {
+                                    let a = $mul($load(inp.add(j * LANES)), s);
+                                    *r = intra::<LOG_LANES>(a, c);
+                                }
+                            }
+                            Some(g) => {
+                                for (j, r) in v.iter_mut().enumerate() {
+                                    let a = $mul($load(inp.add(j * LANES)), $load(g.add(j * LANES)));
+                                    *r = intra::<LOG_LANES>($mul(a, s), c);
+                                }
+                            }
+                        }
+                        stages::<C>(&mut v, m);
+                        for (j, r) in v.iter().enumerate() {
+                            $store(out.add(j * LANES), *r);
+                        }
+                    }
+                }
+
+                /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
+                /// `n` elements at `x`, R vectors in registers at a time.
+                #[inline(always)]
+                unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
+                    // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
+                    // and n a multiple of R * h.
+                    unsafe {
+                        let mut blk = 0;
+                        while blk < n {
+                            let mut o = 0;
+                            while o < h {
+                                let p = x.add(blk + o);
+                                let mut v = [$zero(); R];
+                                for (i, r) in v.iter_mut().enumerate() {
+                                    *r = $load(p.add(i * h));
+                                }
+                                stages::<R>(&mut v, R);
+                                for (i, r) in v.iter().enumerate() {
+                                    $store(p.add(i * h), *r);
+                                }
+                                o += LANES;
+                            }
+                            blk += R * h;
+                        }
+                    }
+                }
+
+                /// log2 of the radix of the last pass of a group of `n > BLOCK` elements: the
+                /// passes after the register block, from the smallest stride up, are radix 16
+                /// (radix 8 once the stride reaches 4 KiB, so that the vectors of one
+                /// butterfly fit the ways of one L1 set), the last one what is left.
+                #[inline(always)]
+                fn top_radix(n: usize) -> usize {
+                    let mut h = BLOCK;
+                    loop {
+                        let most = if h * std::mem::size_of::<T>() < 4096 { 4 } else { 3 };
+                        let left = (n / h).trailing_zeros() as usize;
+                        if left <= most {
+                            return left;
+                        }
+                        h <<= most;
+                    }
+                }
+
+                /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
+                /// (recursively, depth first), then the top `r` stages in one pass.
+                #[inline(always)]
+                unsafe fn big(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+                    // SAFETY: the caller guarantees n elements at each pointer.
+                    unsafe {
+                        if n <= BLOCK {
+                            let mut k = 0;
+                            while k < n {
+                                reg_block::<NV>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
+                                k += BLOCK;
+                            }
+                            return;
+                        }
+                        let r = top_radix(n);
+                        let sub = n >> r;
+                        for i in 0..1usize << r {
+                            let k = i * sub;
+                            big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c);
+                        }
+                        match r {
+                            1 => radix_pass::<2>(out, n, sub),
+                            2 => radix_pass::<4>(out, n, sub),
+                            3 => radix_pass::<8>(out, n, sub),
+                            _ => radix_pass::<16>(out, n, sub),
+                        }
+                    }
+                }
+
+                /// [`big`] as a real function (it recurses).
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn big_rec(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+                    // SAFETY: as for big.
+                    unsafe { big(inp, out, n, sg, s, c) }
+                }
+
+                /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
+                #[inline(always)]
+                unsafe fn tiny<const K: usize>(
+                    src: *const T, x: *mut T, len: usize, sg: Option<(*const T, usize)>, s: V,
+                    c: &[V; 4],
+                ) -> usize {
+                    // SAFETY: the caller guarantees len elements at x and src and that
+                    // every block of BLOCK signs from e % period on is readable.
+                    unsafe {
+                        let mut e = 0;
+                        while e + LANES <= len {
+                            let g = sg.map(|(p, per)| p.add(e % per));
+                            // Up to NV vectors at once, signs contiguous within a block.
+                            let cnt = ((len - e) / LANES).min(NV - (e % BLOCK) / LANES);
+                            match g {
+                                None => {
+                                    for j in 0..cnt {
+                                        let a = $mul($load(src.add(e + j * LANES)), s);
+                                        $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                    }
+                                }
+                                Some(g) => {
+                                    for j in 0..cnt {
+                                        let a = $load(src.add(e + j * LANES));
+                                        let a = $mul($mul(a, $load(g.add(j * LANES))), s);
+                                        $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                    }
+                                }
+                            }
+                            e += cnt * LANES;
+                        }
+                        e
+                    }
+                }
+
+                /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; `signs` as in
+                /// `pow2_rows_generic` with `signs.len() % BLOCK == 0` or `== x.len()`.
+                ///
+                /// # Safety
+                /// The CPU has AVX-512F/VL, AVX2 and FMA.
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                unsafe fn run(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+                    let len = x.len();
+                    let c = unsafe { lane_signs() };
+                    let sv = $set1(s);
+                    let xp = x.as_mut_ptr();
+                    let sp = src.map_or(xp as *const T, |v| v.as_ptr());
+                    let per = signs.map_or(1, |v| v.len());
+                    let sgp = signs.map(|v| v.as_ptr());
+                    let at = |e: usize| sgp.map(|p| unsafe { p.add(e % per) });
+                    // SAFETY (all blocks below): lengths asserted by pow2_rows_at and the
+                    // sign layout guaranteed by `rows`; every access stays inside x, src
+                    // and signs.
+                    unsafe {
+                        if g < LANES {
+                            let sgt = sgp.map(|p| (p, per));
+                            let done = match g.trailing_zeros() {
+                                0 => tiny::<0>(sp, xp, len, sgt, sv, &c),
+                                1 => tiny::<1>(sp, xp, len, sgt, sv, &c),
+                                2 => tiny::<2>(sp, xp, len, sgt, sv, &c),
+                                _ => tiny::<3>(sp, xp, len, sgt, sv, &c),
+                            };
+                            if done < len {
+                                let tail = &mut x[done..];
+                                let sg = signs.map(|v| &v[done % per..done % per + tail.len()]);
+                                super::super::pow2_rows_generic(
+                                    src.map(|v| &v[done..]), tail, g, sg, s);
+                            }
+                        } else if g <= BLOCK {
+                            let m = g / LANES;
+                            let mut e = 0;
+                            while e + BLOCK <= len {
+                                reg_block::<NV>(sp.add(e), xp.add(e), at(e), sv, &c, m);
+                                e += BLOCK;
+                            }
+                            while e < len {
+                                let (ip, op, gp) = (sp.add(e), xp.add(e), at(e));
+                                match m {
+                                    1 => reg_block::<1>(ip, op, gp, sv, &c, m),
+                                    2 => reg_block::<2>(ip, op, gp, sv, &c, m),
+                                    4 => reg_block::<4>(ip, op, gp, sv, &c, m),
+                                    _ => reg_block::<8>(ip, op, gp, sv, &c, m),
+                                }
+                                e += g;
+                            }
+                        } else {
+                            let mut e = 0;
+                            while e < len {
+                                big(sp.add(e), xp.add(e), g, at(e), sv, &c);
+                                e += g;
+                            }
+                        }
+                    }
+                }
+
+                /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
+                /// tiles a short sign period to a block, or runs row by row.
+                ///
+                /// # Safety
+                /// The CPU has AVX-512F/VL, AVX2 and FMA.
+                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+                pub(in super::super) unsafe fn rows(
+                    src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
+                ) {
+                    let len = x.len();
+                    match signs {
+                        Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
+                            let p = sg.len();
+                            if BLOCK.is_multiple_of(p) {
+                                let tiled: [T; BLOCK] = std::array::from_fn(|i| sg[i % p]);
+                                unsafe { run(src, x, g, Some(&tiled), s) };
+                            } else {
+                                for (i, row) in x.chunks_exact_mut(p).enumerate() {
+                                    let r = src.map(|v| &v[i * p..(i + 1) * p]);
+                                    unsafe { run(r, row, g, Some(sg), s) };
+                                }
+                            }
+                        }
+                        _ => unsafe { run(src, x, g, signs, s) },
+                    }
                 }
             }
-        }
-        for (j, r) in v.iter().enumerate() {
-            // SAFETY: as above.
-            unsafe { _mm512_storeu_ps(out.add(16 * j), *r) };
-        }
+        };
     }
 
-    /// The power-of-two transform of `x` (length a power of two, at least [`BLOCK`]) of
-    /// `(src or x) * signs * s`, as [`super::pow2_generic`].
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512F. `src` and `signs`, when given, have `x.len()` elements.
-    #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub(super) unsafe fn pow2(src: Option<&[f32]>, x: &mut [f32], signs: Option<&[f32]>, s: f32) {
-        let n = x.len();
-        debug_assert!(n >= BLOCK && n.is_power_of_two());
-        assert!(src.is_none_or(|v| v.len() == n) && signs.is_none_or(|v| v.len() == n));
-        let sv = _mm512_set1_ps(s);
-        let cb = n.min(super::CACHE_BLOCK);
-        for (bi, xb) in x.chunks_exact_mut(cb).enumerate() {
-            let base = bi * cb;
-            for k in (0..cb).step_by(BLOCK) {
-                let out = xb[k..].as_mut_ptr();
-                let inp = src.map_or(out as *const f32, |v| v[base + k..].as_ptr());
-                let g = signs.map(|v| v[base + k..].as_ptr());
-                // SAFETY: every pointer has at least BLOCK elements left (the lengths are
-                // equal multiples of BLOCK, asserted above).
-                unsafe { block(inp, out, g, sv) };
+    simd_kernel!(
+        f32s,
+        f32,
+        __m512,
+        log_lanes = 4,
+        load = _mm512_loadu_ps,
+        store = _mm512_storeu_ps,
+        set1 = _mm512_set1_ps,
+        zero = _mm512_setzero_ps,
+        add = _mm512_add_ps,
+        mul = _mm512_mul_ps,
+        fmadd = _mm512_fmadd_ps,
+        fnmadd = _mm512_fnmadd_ps,
+        {
+            /// The first `K` stages inside one vector.
+            #[inline(always)]
+            unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {
+                let mut v = v;
+                if K > 0 {
+                    v = _mm512_fmadd_ps(v, c[0], _mm512_permute_ps::<0b10_11_00_01>(v));
+                }
+                if K > 1 {
+                    v = _mm512_fmadd_ps(v, c[1], _mm512_permute_ps::<0b01_00_11_10>(v));
+                }
+                if K > 2 {
+                    v = _mm512_fmadd_ps(v, c[2], _mm512_shuffle_f32x4::<0b10_11_00_01>(v, v));
+                }
+                if K > 3 {
+                    v = _mm512_fmadd_ps(v, c[3], _mm512_shuffle_f32x4::<0b01_00_11_10>(v, v));
+                }
+                v
             }
-            super::stages_from(xb, BLOCK);
         }
-        if n > cb {
-            super::stages_from(x, cb);
+    );
+
+    simd_kernel!(
+        f64s,
+        f64,
+        __m512d,
+        log_lanes = 3,
+        load = _mm512_loadu_pd,
+        store = _mm512_storeu_pd,
+        set1 = _mm512_set1_pd,
+        zero = _mm512_setzero_pd,
+        add = _mm512_add_pd,
+        mul = _mm512_mul_pd,
+        fmadd = _mm512_fmadd_pd,
+        fnmadd = _mm512_fnmadd_pd,
+        {
+            /// The first `K` stages inside one vector.
+            #[inline(always)]
+            unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {
+                let mut v = v;
+                if K > 0 {
+                    v = _mm512_fmadd_pd(v, c[0], _mm512_permute_pd::<0b0101_0101>(v));
+                }
+                if K > 1 {
+                    v = _mm512_fmadd_pd(v, c[1], _mm512_shuffle_f64x2::<0b10_11_00_01>(v, v));
+                }
+                if K > 2 {
+                    v = _mm512_fmadd_pd(v, c[2], _mm512_shuffle_f64x2::<0b01_00_11_10>(v, v));
+                }
+                v
+            }
         }
-    }
+    );
 }

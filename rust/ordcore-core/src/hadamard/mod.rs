@@ -160,18 +160,36 @@ impl Plan {
         scratch: &mut [T],
         inverse: bool,
     ) {
+        kernel::pow2_rows(src, row, self.p, signs, s);
         if self.k == 1 {
-            kernel::pow2(src, row, signs, s);
             return;
         }
         let p = self.p;
-        for (j, sub) in row.chunks_exact_mut(p).enumerate() {
-            let r = j * p..(j + 1) * p;
-            kernel::pow2(src.map(|v| &v[r.clone()]), sub, signs.map(|v| &v[r]), s);
-        }
         kernel::kmix(row, scratch, T::mix(self.base, inverse), self.k, p);
         row.copy_from_slice(scratch);
     }
+}
+
+thread_local! {
+    static SERIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every transform it calls on this thread kept on this thread (no rayon
+/// tasks, whatever the input size): for a caller that asked for one thread and runs `f`
+/// itself rather than handing it to a one-thread pool.
+pub fn serial<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SERIAL.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(SERIAL.with(|c| c.replace(true)));
+    f()
+}
+
+fn parallel_allowed() -> bool {
+    !SERIAL.with(|c| c.get())
 }
 
 /// Rows per parallel task: about `PARALLEL_THRESHOLD / 2` elements each.
@@ -192,7 +210,7 @@ where
         Ok(())
     };
     let step = n * rows_per_task(n);
-    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n {
+    if rows.len() >= PARALLEL_THRESHOLD && rows.len() > n && parallel_allowed() {
         rows.par_chunks_mut(step).try_for_each(run)
     } else {
         rows.chunks_mut(step).try_for_each(run)
@@ -231,7 +249,7 @@ where
         Ok(())
     };
     let rpt = rows_per_task(n_src);
-    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src {
+    if src.len() >= PARALLEL_THRESHOLD && src.len() > n_src && parallel_allowed() {
         src.par_chunks(n_src * rpt)
             .zip(dst.par_chunks_mut(n_dst * rpt))
             .try_for_each(run)
@@ -306,7 +324,9 @@ pub fn fwht_inplace<T: Real>(
     crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call.
-        return for_each_chunk(rows, n, |chunk| kernel::pow2_rows(None, chunk, n, scale));
+        return for_each_chunk(rows, n, |chunk| {
+            kernel::pow2_rows(None, chunk, n, None, scale)
+        });
     }
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
         plan.apply(None, row, None, scale, scratch, inverse);
@@ -330,7 +350,7 @@ pub fn fwht_into<T: Real>(
         // Powers of two: whole batches of rows per kernel call, the copy fused into the
         // first pass of each row.
         return for_each_chunk_pair(src, n, dst, n, |s, d| {
-            kernel::pow2_rows(Some(s), d, n, scale)
+            kernel::pow2_rows(Some(s), d, n, None, scale)
         });
     }
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
@@ -508,8 +528,36 @@ impl RandomizedHadamard {
         }
     }
 
+    /// The rotation of a batch of whole rows when the group is a power of two: one kernel
+    /// call per block over the batch, the signs (and the scale) fused into the transform's
+    /// first pass; the last sign flip of the inverse is one multiply pass.
+    fn pow2_batch<T: Real>(&self, src: Option<&[T]>, dst: &mut [T], signs: &[T], inverse: bool) {
+        let (n, g) = (self.n, self.group);
+        let scale = self.scale::<T>();
+        let block = |b: usize| &signs[b * n..(b + 1) * n];
+        if inverse {
+            kernel::pow2_rows(src, dst, g, None, scale);
+            for b in (0..self.blocks - 1).rev() {
+                kernel::pow2_rows(None, dst, g, Some(block(b + 1)), T::ONE);
+            }
+            for row in dst.chunks_exact_mut(n) {
+                kernel::mul_assign(row, block(0));
+            }
+        } else {
+            kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
+            for b in 1..self.blocks {
+                kernel::pow2_rows(None, dst, g, Some(block(b)), T::ONE);
+            }
+        }
+    }
+
     fn run<T: Real>(&self, rows: &mut [T], signs: &[T], inverse: bool) -> Result<()> {
         check_rows("rows", rows.len(), self.n)?;
+        if self.plan.k == 1 {
+            return for_each_chunk(rows, self.n, |chunk| {
+                self.pow2_batch(None, chunk, signs, inverse)
+            });
+        }
         let scale = self.scale::<T>();
         for_each_row(rows, self.n, self.plan.scratch_len(), |row, scratch| {
             if inverse {
@@ -528,6 +576,11 @@ impl RandomizedHadamard {
         inverse: bool,
     ) -> Result<()> {
         check_rows_into(src.len(), dst.len(), self.n)?;
+        if self.plan.k == 1 {
+            return for_each_chunk_pair(src, self.n, dst, self.n, |s, d| {
+                self.pow2_batch(Some(s), d, signs, inverse)
+            });
+        }
         let scale = self.scale::<T>();
         for_each_row_pair(
             src,

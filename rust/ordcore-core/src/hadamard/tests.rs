@@ -1,4 +1,5 @@
 use super::*;
+use kernel::{level, Level, Real};
 use proptest::prelude::*;
 
 /// `x @ H_n` by the dense matrix, in f64.
@@ -278,4 +279,106 @@ fn srht_indices_equal_a_dense_partial_fisher_yates_and_need_no_length_n_buffer()
     let idx = srht_indices(1 << 40, 16, 7).unwrap();
     assert_eq!(idx.len(), 16);
     assert!(idx.windows(2).all(|w| w[0] < w[1]) && idx[15] < 1 << 40);
+}
+
+/// Every SIMD path this CPU runs gives the portable loops' result bit for bit (the same
+/// additions in the same order), for every power-of-two group size from 1 to 2^17 (below,
+/// inside and above one vector, the register block and every radix of the large-stride
+/// passes), in place and out of place, with and without signs of every period layout
+/// (tiled, row by row, contiguous) and scale, on batches whose length is not a multiple
+/// of the register block.
+#[test]
+fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
+    let paths: Vec<Level> = [Level::Portable, Level::Avx2, Level::Avx512]
+        .into_iter()
+        .filter(|&l| l <= level())
+        .collect();
+    fn check<T: Real + std::fmt::Debug>(paths: &[Level], conv: fn(f64) -> T) {
+        for lg in 0..=17u32 {
+            let g = 1usize << lg;
+            // groups per sign period, periods per batch
+            for (per_groups, periods) in [(1usize, 1usize), (1, 3), (3, 2), (5, 1), (1, 37)] {
+                let p = g * per_groups;
+                let len = p * periods;
+                if len > 1 << 18 {
+                    continue;
+                }
+                let x: Vec<T> = test_vec(len, (lg * 7 + per_groups as u32) as u64)
+                    .into_iter()
+                    .map(conv)
+                    .collect();
+                let sg: Vec<T> = (0..p)
+                    .map(|i| {
+                        conv(if counter_sign_negative(3, 1, i as u64) {
+                            -1.0
+                        } else {
+                            1.0
+                        })
+                    })
+                    .collect();
+                let s = conv(0.3);
+                for signs in [None, Some(&sg[..])] {
+                    let mut want = x.clone();
+                    kernel::pow2_rows_at(Level::Portable, None, &mut want, g, signs, s);
+                    for &lvl in paths {
+                        let mut got = x.clone();
+                        kernel::pow2_rows_at(lvl, None, &mut got, g, signs, s);
+                        assert!(got == want, "{lvl:?} in place g={g} p={p} len={len}");
+                        let mut out = vec![conv(7.0); len];
+                        kernel::pow2_rows_at(lvl, Some(&x), &mut out, g, signs, s);
+                        assert!(out == want, "{lvl:?} out g={g} p={p} len={len}");
+                    }
+                }
+            }
+        }
+    }
+    check::<f32>(&paths, |v| v as f32);
+    check::<f64>(&paths, |v| v);
+}
+
+/// The portable loops equal the dense product for every power-of-two size up to 4096
+/// (so every path does, by the bit-for-bit test above), with signs and scale.
+#[test]
+fn portable_rows_equal_dense_with_signs_and_scale() {
+    for lg in 0..=12u32 {
+        let n = 1usize << lg;
+        let x = test_vec(2 * n, lg as u64);
+        let sg: Vec<f64> = (0..n)
+            .map(|i| {
+                if counter_sign_negative(9, 0, i as u64) {
+                    -1.0
+                } else {
+                    1.0
+                }
+            })
+            .collect();
+        let mut got = x.clone();
+        kernel::pow2_rows_at(Level::Portable, None, &mut got, n, Some(&sg), 0.5);
+        let sx: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * sg[i % n] * 0.5)
+            .collect();
+        assert!(close(&got, &dense(&sx, n, false), 1e-12), "n={n}");
+    }
+}
+
+#[test]
+fn serial_gives_the_parallel_result_and_resets() {
+    let n = 256;
+    let x = test_vec(n * 512, 4);
+    let mut par = x.clone();
+    fwht_inplace(&mut par, n, true, false).unwrap();
+    let mut ser = x.clone();
+    let on = serial(|| {
+        fwht_inplace(&mut ser, n, true, false).unwrap();
+        parallel_allowed()
+    });
+    assert!(!on && parallel_allowed());
+    assert_eq!(par, ser);
+    let rh = RandomizedHadamard::new(n, 3, 2, None).unwrap();
+    let (mut a, mut b) = (x.clone(), vec![0.0; x.len()]);
+    rh.forward_inplace_f64(&mut a).unwrap();
+    serial(|| rh.forward_into_f64(&x, &mut b)).unwrap();
+    assert_eq!(a, b);
 }
