@@ -6,6 +6,8 @@
 //!   ties are broken by the smaller id, and a per-thread visited bitset. Each expansion
 //!   first gathers the unvisited neighbours and prefetches their codes (and the next
 //!   node's neighbour list), then scores them in one loop, so the cache misses overlap.
+//!   Searches run in lock-step groups ([`run_beams`]): one expansion of each per round, so
+//!   the codes one search prefetched load while the others score theirs.
 //! * RobustPrune follows the DiskANN convention: walking candidates by increasing distance
 //!   to `p`, each kept `p*` removes every later candidate `p'` with
 //!   `alpha * d(p*, p') <= d(p, p')`; `alpha >= 1`, and a larger `alpha` prunes less, so it
