@@ -25,6 +25,11 @@ fn restrided(adj: &[u32], deg: &[u32], from: usize, to: usize, rows: usize) -> V
     out
 }
 
+/// Construction searches run in lock-step groups of this many (`graph::run_beams`): the
+/// same graph, 9% less CPU time on SIFT 100k (bits=8; no change at 20k, where the graph
+/// stays in cache).
+const BUILD_GROUP: usize = 4;
+
 /// What a failed (interrupted) `add` needs to restore the index.
 struct Saved {
     adj: Vec<u32>,
@@ -462,22 +467,39 @@ impl BQGraphIndex {
             let skip = |i: u32| deleted[i as usize];
             let entry = self.entry;
             let lists: Vec<Vec<u32>> = with_graph_fast!(self, g => {
-                let work = |&p: &u32| -> Result<Vec<u32>> {
+                // Groups of searches run in lock-step (`graph::run_beams`): the same lists
+                // as one search at a time, with the cache misses of one overlapping the work
+                // of the others.
+                let work = |ps: &[u32]| -> Result<Vec<Vec<u32>>> {
                     crate::interrupt::check()?;
-                    let mut cands = Vec::with_capacity(2 * l.min(g.n()));
-                    let pc = self.node_query(p);
-                    let pc = &pc[..];
-                    beam_search(&g, pc, entry, l, graph::dup_cap(l), Some(&mut cands), None);
-                    for &nb in g.neighbors(p) {
-                        cands.push((g.d(pc, nb), nb));
-                    }
-                    Ok(robust_prune(&g, p, &mut cands, alpha, r, &skip))
+                    let pcs: Vec<_> = ps.iter().map(|&p| self.node_query(p)).collect();
+                    let mut cands: Vec<Vec<(u32, u32)>> =
+                        ps.iter().map(|_| Vec::with_capacity(2 * l.min(g.n()))).collect();
+                    let mut beams: Vec<graph::Beam<'_>> = pcs
+                        .iter()
+                        .zip(cands.iter_mut())
+                        .map(|(pc, c)| graph::Beam::new(pc, l, graph::dup_cap(l), Some(c), None))
+                        .collect();
+                    graph::run_beams(&g, &mut beams, entry);
+                    drop(beams);
+                    Ok(ps
+                        .iter()
+                        .zip(&pcs)
+                        .zip(cands.iter_mut())
+                        .map(|((&p, pc), cands)| {
+                            for &nb in g.neighbors(p) {
+                                cands.push((g.d(pc, nb), nb));
+                            }
+                            robust_prune(&g, p, cands, alpha, r, &skip)
+                        })
+                        .collect())
                 };
-                if batch.len() > 1 {
-                    batch.par_iter().map(work).collect::<Result<_>>()
+                let nested: Vec<Vec<Vec<u32>>> = if batch.len() > 1 {
+                    batch.par_chunks(BUILD_GROUP).map(work).collect::<Result<_>>()
                 } else {
-                    batch.iter().map(work).collect::<Result<_>>()
-                }
+                    batch.chunks(BUILD_GROUP).map(work).collect::<Result<_>>()
+                }?;
+                Ok::<_, Error>(nested.into_iter().flatten().collect())
             })?;
             let mut pairs: Vec<(u32, u32)> = Vec::new();
             for (&p, list) in batch.iter().zip(&lists) {

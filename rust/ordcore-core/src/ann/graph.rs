@@ -6,6 +6,8 @@
 //!   ties are broken by the smaller id, and a per-thread visited bitset. Each expansion
 //!   first gathers the unvisited neighbours and prefetches their codes (and the next
 //!   node's neighbour list), then scores them in one loop, so the cache misses overlap.
+//!   Searches run in lock-step groups ([`run_beams`]): one expansion of each per round, so
+//!   the codes one search prefetched load while the others score theirs.
 //! * RobustPrune follows the DiskANN convention: walking candidates by increasing distance
 //!   to `p`, each kept `p*` removes every later candidate `p'` with
 //!   `alpha * d(p*, p') <= d(p, p')`; `alpha >= 1`, and a larger `alpha` prunes less, so it
@@ -70,7 +72,7 @@ impl Visited {
 }
 
 thread_local! {
-    static VISITED: RefCell<Visited> = RefCell::new(Visited::new());
+    static VISITED: RefCell<Vec<Visited>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Read-only view of the graph and codes.
@@ -188,60 +190,111 @@ pub fn dup_cap(l: usize) -> usize {
     (l / 8).max(2)
 }
 
-/// Beam search from `entry` with beam width `l`. Returns the beam as `(distance, id)` sorted
-/// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it. At
-/// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
-/// to `k` for searches).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn beam_search_impl<D: CodeDist>(
-    g: &GraphRef<'_, D>,
-    q: &[u64],
-    entry: u32,
+/// The state of one beam search, advanced one expansion at a time so that several searches
+/// can run in lock-step ([`beam_search_many`]): while one query's neighbour codes load,
+/// the others score the codes they prefetched in the previous round.
+pub struct Beam<'a> {
+    q: &'a [u64],
     l: usize,
     dup_cap: usize,
-    mut expanded: Option<&mut Vec<(u32, u32)>>,
-    mut spill: Option<&mut Vec<(u32, u32)>>,
-    vis: &mut Visited,
-) -> Vec<(u32, u32)> {
-    let l = l.max(1);
-    vis.reset(g.n());
-    // (key, expanded?) sorted by key.
-    // The beam never holds more entries than the graph has nodes (`l` may be huge).
-    let mut pool: Vec<(u64, bool)> = Vec::with_capacity(l.min(g.n()) + 1);
-    let mut fresh: Vec<u32> = Vec::with_capacity(64);
-    vis.insert(entry);
-    pool.push((key(g.d(q, entry), entry), false));
-    let mut cur = 0usize;
-    while cur < pool.len() {
+    /// `(key, expanded?)` sorted by key; never more entries than the graph has nodes.
+    pool: Vec<(u64, bool)>,
+    /// Unvisited neighbours of the node expanded last, their codes prefetched, not scored.
+    fresh: Vec<u32>,
+    /// The beam entry expanded last (scoring may insert before it).
+    cur: usize,
+    expanded: Option<&'a mut Vec<(u32, u32)>>,
+    spill: Option<&'a mut Vec<(u32, u32)>>,
+}
+
+impl<'a> Beam<'a> {
+    /// A search for query form `q` with beam width `l` (see [`beam_search`]).
+    pub fn new(
+        q: &'a [u64],
+        l: usize,
+        dup_cap: usize,
+        expanded: Option<&'a mut Vec<(u32, u32)>>,
+        spill: Option<&'a mut Vec<(u32, u32)>>,
+    ) -> Self {
+        Beam {
+            q,
+            l: l.max(1),
+            dup_cap,
+            pool: Vec::new(),
+            fresh: Vec::with_capacity(64),
+            cur: 0,
+            expanded,
+            spill,
+        }
+    }
+
+    /// The beam as `(distance, id)` sorted by `(distance, id)`.
+    pub fn into_result(self) -> Vec<(u32, u32)> {
+        self.pool
+            .into_iter()
+            .map(|(k, _)| ((k >> 32) as u32, k as u32))
+            .collect()
+    }
+
+    #[inline(always)]
+    fn start<D: CodeDist>(&mut self, g: &GraphRef<'_, D>, entry: u32, vis: &mut Visited) {
+        vis.reset(g.n());
+        self.pool.clear();
+        self.pool.reserve(self.l.min(g.n()) + 1);
+        vis.insert(entry);
+        self.pool.push((key(g.d(self.q, entry), entry), false));
+        self.cur = usize::MAX;
+    }
+
+    /// Expands the best unexpanded entry: marks it, gathers its unvisited neighbours into
+    /// `fresh` and prefetches their codes. Returns `false` when every entry is expanded.
+    #[inline(always)]
+    fn expand<D: CodeDist>(&mut self, g: &GraphRef<'_, D>, vis: &mut Visited) -> bool {
+        let mut cur = self.cur.wrapping_add(1);
+        while cur < self.pool.len() && self.pool[cur].1 {
+            cur += 1;
+        }
+        if cur >= self.pool.len() {
+            return false;
+        }
+        self.cur = cur;
+        let pool = &mut self.pool;
         pool[cur].1 = true;
         let node = pool[cur].0 as u32;
-        if let Some(e) = expanded.as_deref_mut() {
+        if let Some(e) = self.expanded.as_deref_mut() {
             e.push(((pool[cur].0 >> 32) as u32, node));
         }
-        let mut next = cur + 1;
         // The next node to expand is most likely the next unexpanded beam entry: start
         // loading its neighbour list now.
         if let Some(&(k2, _)) = pool[cur + 1..].iter().find(|e| !e.1) {
             g.prefetch_neighbors(k2 as u32);
         }
-        // Gather the unvisited neighbours first and prefetch all their codes, so the cache
-        // misses overlap, then compute the distances in one tight loop.
-        fresh.clear();
+        self.fresh.clear();
         for &nb in g.neighbors(node) {
             if vis.insert(nb) {
                 g.prefetch(nb);
-                fresh.push(nb);
+                self.fresh.push(nb);
             }
         }
-        for &nb in fresh.iter() {
-            let k = key(g.d(q, nb), nb);
+        true
+    }
+
+    /// Scores the gathered neighbours and inserts them into the beam.
+    #[inline(always)]
+    fn score<D: CodeDist>(&mut self, g: &GraphRef<'_, D>) {
+        let (l, dup_cap) = (self.l, self.dup_cap);
+        let pool = &mut self.pool;
+        // The entry to expand next is the first unexpanded one at or after `cur + 1`, or
+        // an insertion before it.
+        let mut next = self.cur + 1;
+        for &nb in self.fresh.iter() {
+            let k = key(g.d(self.q, nb), nb);
             if pool.len() >= l && k >= pool[pool.len() - 1].0 {
                 continue;
             }
             let pos = pool.partition_point(|e| e.0 < k);
-            if dup_cap < l && same_code_count(g, &pool, pos, k) >= dup_cap {
-                if let Some(s) = spill.as_deref_mut() {
+            if dup_cap < l && same_code_count(g, pool, pos, k) >= dup_cap {
+                if let Some(s) = self.spill.as_deref_mut() {
                     s.push(((k >> 32) as u32, nb));
                 }
                 continue;
@@ -254,14 +307,39 @@ fn beam_search_impl<D: CodeDist>(
                 next = pos;
             }
         }
-        cur = next;
-        while cur < pool.len() && pool[cur].1 {
-            cur += 1;
+        self.fresh.clear();
+        // `expand` starts looking at `cur + 1`.
+        self.cur = next.wrapping_sub(1);
+    }
+}
+
+/// Runs the searches `beams` from `entry` in lock-step, one expansion of each per round
+/// (each with its own visited set); the result of each is that of running it alone.
+#[inline(always)]
+fn run_beams_impl<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    beams: &mut [Beam<'_>],
+    entry: u32,
+    vis: &mut [Visited],
+) {
+    for (b, v) in beams.iter_mut().zip(vis.iter_mut()) {
+        b.start(g, entry, v);
+    }
+    let mut pending = vec![false; beams.len()];
+    // The entry of a fresh beam is its only entry, already scored.
+    loop {
+        let mut any = false;
+        for ((b, v), p) in beams.iter_mut().zip(vis.iter_mut()).zip(pending.iter_mut()) {
+            if *p {
+                b.score(g);
+            }
+            *p = b.expand(g, v);
+            any |= *p;
+        }
+        if !any {
+            break;
         }
     }
-    pool.into_iter()
-        .map(|(k, _)| ((k >> 32) as u32, k as u32))
-        .collect()
 }
 
 /// Defines `$popcnt` and `$vpopcnt`: copies of `$imp` compiled with the CPU features of the
@@ -302,24 +380,23 @@ macro_rules! dispatch {
 }
 
 kernel_copies!(
-    beam_search_popcnt,
-    beam_search_vpopcnt,
-    beam_search_impl,
+    run_beams_popcnt,
+    run_beams_vpopcnt,
+    run_beams_impl,
     (
         g: &GraphRef<'_, D>,
-        q: &[u64],
+        beams: &mut [Beam<'_>],
         entry: u32,
-        l: usize,
-        dup_cap: usize,
-        expanded: Option<&mut Vec<(u32, u32)>>,
-        spill: Option<&mut Vec<(u32, u32)>>,
-        vis: &mut Visited
-    ) -> Vec<(u32, u32)>
+        vis: &mut [Visited]
+    ) -> ()
 );
 
-/// Beam search (dispatches to a copy compiled for the [`super::codes::Kernel`] in use).
-/// With `spill`, every visited node the duplicate cap kept out of the beam is appended to it
-/// as `(distance, id)` (searches use them when the beam holds too few).
+/// Beam search from `entry` with beam width `l`. Returns the beam as `(distance, id)` sorted
+/// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it. At
+/// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
+/// to `k` for searches). With `spill`, every visited node the duplicate cap kept out of the
+/// beam is appended to it as `(distance, id)` (searches use them when the beam holds too
+/// few). Dispatches to a copy compiled for the [`super::codes::Kernel`] in use.
 #[allow(clippy::too_many_arguments)]
 pub fn beam_search<D: CodeDist>(
     g: &GraphRef<'_, D>,
@@ -330,16 +407,30 @@ pub fn beam_search<D: CodeDist>(
     expanded: Option<&mut Vec<(u32, u32)>>,
     spill: Option<&mut Vec<(u32, u32)>>,
 ) -> Vec<(u32, u32)> {
+    let mut beams = [Beam::new(q, l, dup_cap, expanded, spill)];
+    run_beams(g, &mut beams, entry);
+    let [b] = beams;
+    b.into_result()
+}
+
+/// Runs the searches `beams` (see [`beam_search`]) in lock-step, so that the cache misses
+/// of one overlap with the work of the others; each result is exactly that of a search run
+/// alone. Read them with [`Beam::into_result`].
+pub fn run_beams<D: CodeDist>(g: &GraphRef<'_, D>, beams: &mut [Beam<'_>], entry: u32) {
     if g.n() == 0 {
-        return Vec::new();
+        return;
     }
     VISITED.with(|cell| {
-        let vis: &mut Visited = &mut cell.borrow_mut();
+        let vis: &mut Vec<Visited> = &mut cell.borrow_mut();
+        if vis.len() < beams.len() {
+            vis.resize_with(beams.len(), Visited::new);
+        }
+        let vis = &mut vis[..beams.len()];
         dispatch!(
-            beam_search_popcnt,
-            beam_search_vpopcnt,
-            beam_search_impl,
-            (g, q, entry, l, dup_cap, expanded, spill, vis)
+            run_beams_popcnt,
+            run_beams_vpopcnt,
+            run_beams_impl,
+            (g, beams, entry, vis)
         )
     })
 }

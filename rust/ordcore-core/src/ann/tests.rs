@@ -293,3 +293,34 @@ fn metadata_is_saved_as_version_3_and_only_then() {
     assert_eq!(format::load(&plain, true).unwrap().meta(), "");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn lock_step_searches_match_searches_one_at_a_time() {
+    // Queries run in lock-step groups (`graph::run_beams`); each must get exactly what it
+    // gets searched alone, for the popcount and the scalar codes, with duplicates (ties).
+    let mut x = gauss(1500, 24, 11);
+    x.extend_from_within(..24 * 100);
+    let q = gauss(37, 24, 12);
+    for bits in [2, 8] {
+        let mut p = params(24, Metric::L2);
+        p.bits = bits;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.add(&x, None, None).unwrap();
+        for (ef, rerank) in [(10, true), (40, true), (24, false)] {
+            let (ids, ds) = idx.search(&q, 10, ef, rerank, None).unwrap();
+            for (j, qr) in q.chunks_exact(24).enumerate() {
+                let (i1, d1) = idx.search(qr, 10, ef, rerank, None).unwrap();
+                assert_eq!(
+                    &ids[j * 10..(j + 1) * 10],
+                    &i1[..],
+                    "bits {bits} ef {ef} query {j}"
+                );
+                assert_eq!(
+                    &ds[j * 10..(j + 1) * 10],
+                    &d1[..],
+                    "bits {bits} ef {ef} query {j}"
+                );
+            }
+        }
+    }
+}
