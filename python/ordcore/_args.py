@@ -1,16 +1,27 @@
-"""Checks of scalar arguments shared by the public modules."""
+"""Checks of arguments (scalars, vector matrices, id vectors) shared by the public modules."""
 
 from __future__ import annotations
 
 import operator
 import os
 import warnings
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ordcore.errors import DTypeError, InvalidArgumentError
 
-__all__ = ["INT64_MIN", "INT64_MAX", "UINT64_MAX", "int_arg", "size_arg", "num_threads_arg"]
+__all__ = [
+    "INT64_MIN",
+    "INT64_MAX",
+    "UINT64_MAX",
+    "int_arg",
+    "size_arg",
+    "num_threads_arg",
+    "float_matrix_arg",
+    "id_array_arg",
+]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -111,3 +122,63 @@ def warn_unknown_kernel_cap(variable: str, kernels: tuple[str, ...]) -> None:
             RuntimeWarning,
             stacklevel=3,
         )
+
+
+_EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)
+
+
+def float_matrix_arg(
+    x: Any, arg: str, dim: int | None = None, dim_of: str = "the index dimension"
+) -> npt.NDArray[np.float32]:
+    """`x` as a C-contiguous, aligned, native float32 (n, dim) array (a copy when needed);
+    ``dim_of`` names what ``dim`` is in the mismatch message."""
+    a = np.asarray(x)
+    if a.dtype == np.bool_ or a.dtype.kind not in "fiu":
+        raise DTypeError(
+            f"{arg}: dtype {a.dtype} is not a real number type (use float16/32/64 or a "
+            "small integer type)"
+        )
+    if a.ndim != 2:
+        raise InvalidArgumentError(f"{arg}: must be a 2-D array (n, dim), got shape {a.shape}")
+    if a.dtype.kind in "iu" and a.dtype.type not in _EXACT_INT:
+        if a.size and int(np.max(np.abs(a.astype(np.float64)))) > 2**24:
+            raise DTypeError(
+                f"{arg}: dtype {a.dtype} has values above 2**24 that float32 cannot hold exactly"
+            )
+    if dim is not None and a.shape[1] != dim:
+        raise InvalidArgumentError(
+            f"{arg}: dimension {a.shape[1]} does not match {dim_of} {dim}"
+        )
+    if a.dtype.kind == "f" and a.dtype.itemsize > 4 and a.size:
+        big = np.isfinite(a) & (np.abs(a) > np.finfo(np.float32).max)
+        if big.any():
+            r, c = (int(v) for v in np.argwhere(big)[0])
+            raise InvalidArgumentError(
+                f"{arg}: row {r} holds {float(a[r, c]):g} at column {c}, outside the float32 "
+                "range (|x| <= 3.4e38)"
+            )
+    # A C-contiguous, aligned, native-endian float32 array (copied only when needed).
+    return np.require(a, dtype=np.float32, requirements=["C", "A"])
+
+
+def id_array_arg(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
+    """``ids`` as a C-contiguous int64 vector of non-negative ids (a scalar becomes one id);
+    ``n``, when given, is the number of rows of ``X`` they label."""
+    a = np.asarray(ids)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    if a.ndim != 1:
+        raise InvalidArgumentError(f"{arg}: must be 1-D, got shape {a.shape}")
+    if a.size and a.dtype.kind not in "iu":
+        raise DTypeError(f"{arg}: must be integers, got dtype {a.dtype}")
+    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise InvalidArgumentError(f"{arg}: values must fit in int64")
+    if n is not None and a.shape[0] != n:
+        raise InvalidArgumentError(f"{arg}: has {a.shape[0]} entries but X has {n} rows")
+    if a.dtype.kind == "i" and a.size and int(a.min()) < 0:
+        row = int(np.argmax(a < 0))
+        raise InvalidArgumentError(
+            f"{arg}: entry {row} is {int(a[row])}; ids must be non-negative "
+            "(-1 marks padding in search results)"
+        )
+    return np.ascontiguousarray(a, dtype=np.int64)

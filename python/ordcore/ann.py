@@ -56,6 +56,8 @@ import numpy.typing as npt
 from ordcore import _core
 from ordcore import gpu as _gpu
 from ordcore._args import (
+    float_matrix_arg,
+    id_array_arg,
     UINT64_MAX,
     int_arg,
     num_threads_arg,
@@ -97,64 +99,6 @@ FITNESS_THRESHOLD = 0.3
 #: queries against every row added, as many as about this many distance terms allow.
 _FITNESS_MIN_ROWS = 1000
 _FITNESS_ADD_BUDGET = 2 * 10**9
-
-_EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)
-
-
-def _as_matrix(
-    x: Any, arg: str, dim: int | None = None, dim_of: str = "the index dimension"
-) -> npt.NDArray[np.float32]:
-    """`x` as a C-contiguous, aligned, native float32 (n, dim) array (a copy when needed);
-    ``dim_of`` names what ``dim`` is in the mismatch message."""
-    a = np.asarray(x)
-    if a.dtype == np.bool_ or a.dtype.kind not in "fiu":
-        raise DTypeError(
-            f"{arg}: dtype {a.dtype} is not a real number type (use float16/32/64 or a "
-            "small integer type)"
-        )
-    if a.ndim != 2:
-        raise InvalidArgumentError(f"{arg}: must be a 2-D array (n, dim), got shape {a.shape}")
-    if a.dtype.kind in "iu" and a.dtype.type not in _EXACT_INT:
-        if a.size and int(np.max(np.abs(a.astype(np.float64)))) > 2**24:
-            raise DTypeError(
-                f"{arg}: dtype {a.dtype} has values above 2**24 that float32 cannot hold exactly"
-            )
-    if dim is not None and a.shape[1] != dim:
-        raise InvalidArgumentError(
-            f"{arg}: dimension {a.shape[1]} does not match {dim_of} {dim}"
-        )
-    if a.dtype.kind == "f" and a.dtype.itemsize > 4 and a.size:
-        big = np.isfinite(a) & (np.abs(a) > np.finfo(np.float32).max)
-        if big.any():
-            r, c = (int(v) for v in np.argwhere(big)[0])
-            raise InvalidArgumentError(
-                f"{arg}: row {r} holds {float(a[r, c]):g} at column {c}, outside the float32 "
-                "range (|x| <= 3.4e38)"
-            )
-    # A C-contiguous, aligned, native-endian float32 array (copied only when needed).
-    return np.require(a, dtype=np.float32, requirements=["C", "A"])
-
-
-def _as_ids(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
-    a = np.asarray(ids)
-    if a.ndim == 0:
-        a = a.reshape(1)
-    if a.ndim != 1:
-        raise InvalidArgumentError(f"{arg}: must be 1-D, got shape {a.shape}")
-    if a.size and a.dtype.kind not in "iu":
-        raise DTypeError(f"{arg}: must be integers, got dtype {a.dtype}")
-    if a.dtype.kind == "u" and a.size and int(a.max()) > np.iinfo(np.int64).max:
-        raise InvalidArgumentError(f"{arg}: values must fit in int64")
-    if n is not None and a.shape[0] != n:
-        raise InvalidArgumentError(f"{arg}: has {a.shape[0]} entries but X has {n} rows")
-    if a.dtype.kind == "i" and a.size and int(a.min()) < 0:
-        row = int(np.argmax(a < 0))
-        raise InvalidArgumentError(
-            f"{arg}: entry {row} is {int(a[row])}; ids must be non-negative "
-            "(-1 marks padding in search results)"
-        )
-    return np.ascontiguousarray(a, dtype=np.int64)
-
 
 def _check_bits(bits: object) -> int:
     if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in _WIDTHS:
@@ -215,7 +159,7 @@ def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt
     _check_metric(metric)
     if bits not in (1, 2):
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
-    a = _as_matrix(x, "x")
+    a = float_matrix_arg(x, "x")
     if a.shape[1] < 1:
         raise InvalidArgumentError("x: dimension must be at least 1")
     return _core.ann_encode(a, int(bits), metric)
@@ -287,8 +231,8 @@ def exact_search(
         return _gpu.ann.exact_search(X, Q, _positive_int(k, "k"), metric=metric)
     _check_metric(metric)
     k = _positive_int(k, "k")
-    xa = _as_matrix(X, "X")
-    qa = _as_matrix(Q, "Q", xa.shape[1], "the dimension of X,")
+    xa = float_matrix_arg(X, "X")
+    qa = float_matrix_arg(Q, "Q", xa.shape[1], "the dimension of X,")
     return _core.ann_exact_search(xa, qa, k, metric, num_threads_arg(num_threads))
 
 
@@ -475,7 +419,7 @@ def bq_fitness(
     sample = _positive_int(sample, "sample")
     k = _positive_int(k, "k")
     seed = int_arg("seed", seed, 0, UINT64_MAX)
-    a = _as_matrix(X, "X")
+    a = float_matrix_arg(X, "X")
     if a.shape[0] <= k:
         raise InvalidArgumentError(f"X: needs more than k = {k} rows, got {a.shape[0]}")
     num_threads = num_threads_arg(num_threads)
@@ -693,7 +637,7 @@ def choose_codes(
     ):
         raise InvalidArgumentError(f"target: must be a number in (0, 1], got {target!r}")
     target = float(target)
-    a = _as_matrix(X, "X")
+    a = float_matrix_arg(X, "X")
     n = int(a.shape[0])
     base = n if base_size is None else size_arg("base_size", base_size, 1)
     rots: tuple[str | None, ...] = (None, "hadamard") if rotation == "auto" else (rotation,)
@@ -1119,8 +1063,8 @@ class BQGraphIndex:
         choice pending.
         """
         num_threads = num_threads_arg(num_threads)
-        a = _as_matrix(X, "X", self.dim)
-        id_arr = None if ids is None else _as_ids(ids, a.shape[0])
+        a = float_matrix_arg(X, "X", self.dim)
+        id_arr = None if ids is None else id_array_arg(ids, a.shape[0])
         inner = self._inner
         meta = self._meta
         pending = self._pending
@@ -1233,7 +1177,7 @@ class BQGraphIndex:
         InvalidArgumentError
             An id is repeated or negative; nothing is removed.
         """
-        self._inner.remove(_as_ids(ids, None))
+        self._inner.remove(id_array_arg(ids, None))
 
     def compact(self, *, num_threads: int | None = None) -> None:
         """Repairs the graph around removed nodes and drops them (FreshDiskANN-style
@@ -1317,7 +1261,7 @@ class BQGraphIndex:
         ef_search = _positive_int(ef_search, "ef_search")
         if rerank_k is not None:
             rerank_k = _positive_int(rerank_k, "rerank_k")
-        q = _as_matrix(Q, "Q", self.dim)
+        q = float_matrix_arg(Q, "Q", self.dim)
         ids: npt.NDArray[np.int64] | None = None
         bitmap: npt.NDArray[np.bool_] | None = None
         if filter is not None:

@@ -16,7 +16,8 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ordcore.ann import BQGraphIndex, _as_ids, _as_matrix
+from ordcore._args import float_matrix_arg, id_array_arg
+from ordcore.ann import BQGraphIndex
 from ordcore.distributed._ray import get, require_cluster
 from ordcore.distributed._shard import ID_HASH, Shard, shard_of
 from ordcore.errors import (
@@ -364,7 +365,7 @@ class ShardedIndex:
     def shard_of(self, ids: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """The shard each id belongs to (``splitmix64(id) % num_shards``), e.g. to re-send
         the rows of the shards a failed ``add`` names."""
-        return shard_of(_as_ids(ids, None), self._num_shards)
+        return shard_of(id_array_arg(ids, None), self._num_shards)
 
     def __repr__(self) -> str:
         return (
@@ -477,11 +478,11 @@ class ShardedIndex:
                     self._choose_from_dataset(ds, vector_column)
                 next_id = self._stage_dataset(token, ds, vector_column, id_column, staged)
             else:
-                a = _as_matrix(X, "X", self._dim)
+                a = float_matrix_arg(X, "X", self._dim)
                 id_arr = (
                     np.arange(self._next_id, self._next_id + a.shape[0], dtype=np.int64)
                     if ids is None
-                    else _as_ids(ids, a.shape[0])
+                    else id_array_arg(ids, a.shape[0])
                 )
                 _check_rows(a, self._template.metric, 0, "X")
                 _check_distinct(id_arr, 0)
@@ -543,7 +544,7 @@ class ShardedIndex:
             part = part.random_sample(frac, seed=int(self._params.get("seed", 0)))
         batch = part.limit(CHOICE_SAMPLE_ROWS).take_batch(CHOICE_SAMPLE_ROWS,
                                                           batch_format="numpy")
-        sample = _as_matrix(_stack(batch[vector_column]), vector_column, self._dim)
+        sample = float_matrix_arg(_stack(batch[vector_column]), vector_column, self._dim)
         _check_rows(sample, self._template.metric, 0, vector_column)
         self._choose(sample, n)
 
@@ -601,7 +602,7 @@ class ShardedIndex:
         Raises :class:`~ordcore.UnknownIdError` naming unknown ids, and
         :class:`~ordcore.InvalidArgumentError` for repeated ones; then nothing is removed.
         """
-        id_arr = _as_ids(ids, None)
+        id_arr = id_array_arg(ids, None)
         _check_distinct(id_arr, 0)
         shard = shard_of(id_arr, self._num_shards)
         parts = {int(s): id_arr[shard == s] for s in np.unique(shard)}
@@ -717,7 +718,7 @@ class ShardedIndex:
         flt = kwargs.pop("filter", None)
         # The single index's checks and messages for every argument (an empty index).
         self._template.search(np.zeros((0, self._dim), np.float32), k, ef_search=ef_search, **kwargs)
-        q = _as_matrix(Q, "Q", self._dim)
+        q = float_matrix_arg(Q, "Q", self._dim)
         actors = self._live()
         ask = self._filter_shares(flt)  # shard -> its filter (absent: not asked)
         if self._shard_params is None:
@@ -780,7 +781,7 @@ class ShardedIndex:
             raise DTypeError(
                 f"filter: must be a bool bitmap or integer ids, got dtype {f.dtype}"
             )
-        allow = _as_ids(f, None, "filter")
+        allow = id_array_arg(f, None, "filter")
         owner = shard_of(allow, self._num_shards)
         return {int(s): np.ascontiguousarray(allow[owner == s]) for s in np.unique(owner)}
 
@@ -808,7 +809,7 @@ class ShardedIndex:
         ordcore.ClusterError
             A shard is unavailable (named).
         """
-        id_arr = _as_ids(ids, None)
+        id_arr = id_array_arg(ids, None)
         out = np.empty((id_arr.size, self._dim), dtype=np.float32)
         if id_arr.size == 0:
             return out
@@ -1041,12 +1042,12 @@ def _route_block(block: Any, number: int, row0: int, spec: tuple[Any, ...],
 
     token, vector_column, id_column, dim, metric, id0 = spec
     cols = BlockAccessor.for_block(block).to_batch_format("numpy")
-    a = _as_matrix(_stack(cols[vector_column]), vector_column, dim)
+    a = float_matrix_arg(_stack(cols[vector_column]), vector_column, dim)
     n = a.shape[0]
     if id_column is None:
         ids = np.arange(id0 + row0, id0 + row0 + n, dtype=np.int64)
     else:
-        ids = _as_ids(cols[id_column], n, id_column)
+        ids = id_array_arg(cols[id_column], n, id_column)
     _check_rows(a, metric, row0, vector_column)
     _check_distinct(ids, row0)
     staged: set[int] = set()
