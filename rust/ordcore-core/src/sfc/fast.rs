@@ -234,15 +234,23 @@ macro_rules! impl_word {
                     cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
                     dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
                 }
-                let mut s = 2;
-                while s < H / 2 {
-                    let (a, b, c, d) = (aa, bb, cc, dd);
-                    aa = (a & (a >> s)) ^ (b & (b >> s));
-                    bb = (a & (b >> s)) ^ (b & ((a ^ b) >> s));
-                    cc ^= (a & (c >> s)) ^ (b & (d >> s));
-                    dd ^= (b & (c >> s)) ^ ((a ^ b) & (d >> s));
-                    s *= 2;
+                // The strides 2, 4, .. below H / 2, unrolled by hand (a loop here keeps
+                // LLVM from vectorizing the caller's loop over points).
+                macro_rules! round {
+                    ($s:expr) => {
+                        if $s < H / 2 {
+                            let s = $s;
+                            let (a, b, c, d) = (aa, bb, cc, dd);
+                            aa = (a & a.wrapping_shr(s)) ^ (b & b.wrapping_shr(s));
+                            bb = (a & b.wrapping_shr(s)) ^ (b & (a ^ b).wrapping_shr(s));
+                            cc ^= (a & c.wrapping_shr(s)) ^ (b & d.wrapping_shr(s));
+                            dd ^= (b & c.wrapping_shr(s)) ^ ((a ^ b) & d.wrapping_shr(s));
+                        }
+                    };
                 }
+                round!(2);
+                round!(4);
+                round!(8);
                 {
                     let (a, b, c, d) = (aa, bb, cc, dd);
                     cc ^= (a & (c >> (H / 2))) ^ (b & (d >> (H / 2)));
@@ -261,12 +269,17 @@ macro_rules! impl_word {
                 #[inline(always)]
                 fn prefix(mut x: $t) -> $t {
                     // Bit j: XOR of bits j..H of x.
-                    let mut s = H / 2;
-                    while s >= 1 {
-                        x ^= x >> s;
-                        s /= 2;
+                    if H > 16 {
+                        x ^= x.wrapping_shr(16);
                     }
-                    x
+                    if H > 8 {
+                        x ^= x.wrapping_shr(8);
+                    }
+                    if H > 4 {
+                        x ^= x.wrapping_shr(4);
+                    }
+                    x ^= x >> 2;
+                    x ^ (x >> 1)
                 }
                 let m: $t = <$t>::MAX >> H;
                 let i = self.wrapping_shl(2 * (H - nbits));
@@ -325,21 +338,109 @@ fn cast<A: Word, B: Word>(a: A) -> B {
 
 // --- the compute step ---------------------------------------------------------------------
 
+// The per-point operations, as types rather than closures: a closure is a function of its
+// own that LLVM may decline to inline into the SIMD copies (it then runs as one scalar call
+// per point, 10x slower); these methods are `#[inline(always)]`.
+
+/// One code from two coordinates.
+trait F2<U, O>: Copy {
+    fn f(&self, a: U, b: U) -> O;
+}
+/// One code from three coordinates.
+trait F3<U, O>: Copy {
+    fn f(&self, a: U, b: U, c: U) -> O;
+}
+/// Two coordinates from one code.
+trait G2<U, O>: Copy {
+    fn g(&self, c: U) -> (O, O);
+}
+/// Three coordinates from one code.
+trait G3<U, O>: Copy {
+    fn g(&self, c: U) -> [O; 3];
+}
+
+/// 2-D Hilbert encoding of `nbits` bits.
+#[derive(Clone, Copy)]
+struct H2E(u32);
+impl<U: Word, O: Word> F2<U, O> for H2E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U) -> O {
+        O::h2_enc(cast(a), cast(b), self.0)
+    }
+}
+/// 2-D Hilbert decoding of `nbits` bits (in lanes of `O::Wide2`).
+#[derive(Clone, Copy)]
+struct H2D(u32);
+impl<U: Word, O: Word> G2<U, O> for H2D {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let (a, b) = cast::<U, O::Wide2>(c).h2_dec(self.0);
+        (cast(a), cast(b))
+    }
+}
+/// 2-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+#[derive(Clone, Copy)]
+struct M2E(u32, u32);
+impl<U: Word, O: Word> F2<U, O> for M2E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U) -> O {
+        cast::<U, O>(a).part1().shl(self.0) | cast::<U, O>(b).part1().shl(self.1)
+    }
+}
+/// Inverse of [`M2E`] (in lanes of `O::Wide2`).
+#[derive(Clone, Copy)]
+struct M2D(u32, u32);
+impl<U: Word, O: Word> G2<U, O> for M2D {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let c: O::Wide2 = cast(c);
+        (
+            cast(c.shr(self.0).compact1()),
+            cast(c.shr(self.1).compact1()),
+        )
+    }
+}
+/// 3-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+#[derive(Clone, Copy)]
+struct M3E(u32, u32, u32);
+impl<U: Word, O: Word> F3<U, O> for M3E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U, c: U) -> O {
+        cast::<U, O>(a).part2().shl(self.0)
+            | cast::<U, O>(b).part2().shl(self.1)
+            | cast::<U, O>(c).part2().shl(self.2)
+    }
+}
+/// Inverse of [`M3E`] (in lanes of `O::Wide3`).
+#[derive(Clone, Copy)]
+struct M3D(u32, u32, u32);
+impl<U: Word, O: Word> G3<U, O> for M3D {
+    #[inline(always)]
+    fn g(&self, c: U) -> [O; 3] {
+        let c: O::Wide3 = cast(c);
+        [
+            cast(c.shr(self.0).compact2()),
+            cast(c.shr(self.1).compact2()),
+            cast(c.shr(self.2).compact2()),
+        ]
+    }
+}
+
 /// `out[k] = f(x[k], y[k])` over a 2-D chunk; returns the OR of every input value.
 #[inline(always)]
-fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl Fn(U, U) -> O) -> U {
+fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F2<U, O>) -> U {
     let mut acc = U::default();
     match src {
         Src::Rows(s) => {
             for (o, r) in out.iter_mut().zip(s.chunks_exact(2)) {
                 acc = acc.or(r[0]).or(r[1]);
-                *o = f(r[0], r[1]);
+                *o = f.f(r[0], r[1]);
             }
         }
         Src::Cols([x, y, _]) => {
             for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
                 acc = acc.or(a).or(b);
-                *o = f(a, b);
+                *o = f.f(a, b);
             }
         }
     }
@@ -348,19 +449,19 @@ fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl Fn(U, U) -> O)
 
 /// `out[k] = f(x[k], y[k], z[k])` over a 3-D chunk; returns the OR of every input value.
 #[inline(always)]
-fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl Fn(U, U, U) -> O) -> U {
+fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F3<U, O>) -> U {
     let mut acc = U::default();
     match src {
         Src::Rows(s) => {
             for (o, r) in out.iter_mut().zip(s.chunks_exact(3)) {
                 acc = acc.or(r[0]).or(r[1]).or(r[2]);
-                *o = f(r[0], r[1], r[2]);
+                *o = f.f(r[0], r[1], r[2]);
             }
         }
         Src::Cols([x, y, z]) => {
             for (((o, &a), &b), &c) in out.iter_mut().zip(x).zip(y).zip(z) {
                 acc = acc.or(a).or(b).or(c);
-                *o = f(a, b, c);
+                *o = f.f(a, b, c);
             }
         }
     }
@@ -369,13 +470,13 @@ fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl Fn(U, U, U) ->
 
 /// Writes `f(code)` (two coordinates) for each code of a chunk; returns the OR of the codes.
 #[inline(always)]
-fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl Fn(U) -> (O, O)) -> U {
+fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G2<U, O>) -> U {
     let mut acc = U::default();
     match dst {
         Dst::Rows(o) => {
             for (r, &c) in o.chunks_exact_mut(2).zip(codes) {
                 acc = acc.or(c);
-                let (a, b) = f(c);
+                let (a, b) = f.g(c);
                 r[0] = a;
                 r[1] = b;
             }
@@ -383,7 +484,7 @@ fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl Fn(U) -> (O
         Dst::Cols([x, y, _]) => {
             for ((xo, yo), &c) in x.iter_mut().zip(y.iter_mut()).zip(codes) {
                 acc = acc.or(c);
-                let (a, b) = f(c);
+                let (a, b) = f.g(c);
                 *xo = a;
                 *yo = b;
             }
@@ -394,12 +495,12 @@ fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl Fn(U) -> (O
 
 /// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`.
 #[inline(always)]
-fn put3<V: Copy, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl Fn(V) -> [O; 3]) {
+fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) {
     let n = vals.len();
     match dst {
         Dst::Rows(o) => {
             for (r, &v) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(vals) {
-                let [a, b, c] = f(v);
+                let [a, b, c] = f.g(v);
                 r[0] = a;
                 r[1] = b;
                 r[2] = c;
@@ -411,7 +512,7 @@ fn put3<V: Copy, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl F
                 .zip(y[r0..r0 + n].iter_mut())
                 .zip(z[r0..r0 + n].iter_mut());
             for (((xo, yo), zo), &v) in it.zip(vals) {
-                let [a, b, c] = f(v);
+                let [a, b, c] = f.g(v);
                 *xo = a;
                 *yo = b;
                 *zo = c;
@@ -502,11 +603,7 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32) -> U 
             Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
             Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
         };
-        acc = acc.or(map3(part, m, |a, b, c| {
-            cast::<U, O>(a).part2().shl(2)
-                | cast::<U, O>(b).part2().shl(1)
-                | cast::<U, O>(c).part2()
-        }));
+        acc = acc.or(map3(part, m, M3E(2, 1, 0)));
         let mut shift = nbits;
         if r != 0 {
             shift -= r;
@@ -582,13 +679,7 @@ fn h3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) ->
                 *s = e & SM;
             }
         }
-        put3(a, bi * BLOCK, dst, |v| {
-            [
-                cast(v.shr(2).compact2()),
-                cast(v.shr(1).compact2()),
-                cast(v.compact2()),
-            ]
-        });
+        put3(a, bi * BLOCK, dst, M3D(2, 1, 0));
     }
     acc
 }
@@ -604,21 +695,15 @@ fn encode_chunk<U: Word, O: Word>(
     out: &mut [O],
 ) -> U {
     match (curve, d) {
-        (Curve::Hilbert, 2) => map2(src, out, |a, b| O::h2_enc(cast(a), cast(b), nbits)),
+        (Curve::Hilbert, 2) => map2(src, out, H2E(nbits)),
         (Curve::Hilbert, _) => h3_encode(src, out, nbits),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            map2(src, out, |a, b| {
-                cast::<U, O>(a).part1().shl(s0) | cast::<U, O>(b).part1().shl(s1)
-            })
+            map2(src, out, M2E(s0, s1))
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            map3(src, out, |a, b, c| {
-                cast::<U, O>(a).part2().shl(s0)
-                    | cast::<U, O>(b).part2().shl(1)
-                    | cast::<U, O>(c).part2().shl(s2)
-            })
+            map3(src, out, M3E(s0, 1, s2))
         }
     }
 }
@@ -633,17 +718,11 @@ fn decode_chunk<U: Word, O: Word>(
     mut dst: Dst<'_, O>,
 ) -> U {
     match (curve, d) {
-        (Curve::Hilbert, 2) => put2(codes, &mut dst, |c| {
-            let (a, b) = cast::<U, O::Wide2>(c).h2_dec(nbits);
-            (cast(a), cast(b))
-        }),
+        (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
         (Curve::Hilbert, _) => h3_decode(codes, &mut dst, nbits),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            put2(codes, &mut dst, |c| {
-                let c: O::Wide2 = cast(c);
-                (cast(c.shr(s0).compact1()), cast(c.shr(s1).compact1()))
-            })
+            put2(codes, &mut dst, M2D(s0, s1))
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
@@ -652,14 +731,7 @@ fn decode_chunk<U: Word, O: Word>(
                 for &c in cb {
                     acc = acc.or(c);
                 }
-                put3(cb, bi * BLOCK, &mut dst, |c| {
-                    let c: O::Wide3 = cast(c);
-                    [
-                        cast(c.shr(s0).compact2()),
-                        cast(c.shr(1).compact2()),
-                        cast(c.shr(s2).compact2()),
-                    ]
-                });
+                put3(cb, bi * BLOCK, &mut dst, M3D(s0, 1, s2));
             }
             acc
         }
