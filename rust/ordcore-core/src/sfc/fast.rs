@@ -3,14 +3,14 @@
 //!
 //! Every kernel is monomorphized for its (input type, output type) pair and writes straight
 //! into the output: it reads the input, ORs it into a range-check accumulator, computes in
-//! lanes of the *output* width (encode: the code type; decode: the narrowest type that holds
-//! `D` coordinates of the output width) and stores, so a `uint8`-in, `uint8`-out call runs
-//! 64 points per AVX-512 vector and a `uint64` one 8. Signed input is read as its unsigned
-//! type of the same width (a negative value then fails the range check, or, where the type
-//! is no wider than `nbits`, a separate sign test). Each kernel is compiled for AVX-512,
-//! AVX2 and portable code and picked once per process ([`kernel`]; the environment variable
-//! `ORDCORE_SFC_KERNEL` = `portable`, `avx2` or `avx512` caps the choice, so tests reach
-//! every path).
+//! lanes of the code's width (encode: the output type; decode: twice the output width in
+//! 2-D, the narrowest of 16/32/64 bits that holds `3 * nbits` in 3-D) and stores, so a
+//! `uint8`-in, `uint8`-out call runs 64 points per AVX-512 vector and a `uint64` one 8.
+//! Signed input is read as its unsigned type of the same width (a negative value then fails
+//! the range check, or, where the type is no wider than `nbits`, a separate sign test).
+//! Each kernel is compiled for AVX-512, AVX2 and portable code and picked once per process
+//! ([`kernel`]; the environment variable `ORDCORE_SFC_KERNEL` = `portable`, `avx2` or
+//! `avx512` caps the choice, so tests reach every path).
 //!
 //! * 2-D Hilbert: the branch-free prefix-scan form of the Hilbert state machine
 //!   (logarithmic in `nbits`, no table: the per-level states `(swap, invert)` compose as
@@ -23,6 +23,7 @@
 //!   the coordinate bits interleaved, so a final Morton de-interleave yields the three
 //!   coordinates. Level-major over blocks of points, so each level is one gather loop.
 //! * Morton: magic-number bit spreads, vectorized.
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
@@ -99,8 +100,6 @@ pub trait Word:
     const BITS: u32;
     /// The lane type that holds two coordinates of this type (2-D decoding).
     type Wide2: Word;
-    /// The lane type that holds three coordinates of this type (3-D decoding).
-    type Wide3: Word;
     /// The low bits of `v`.
     fn from_u64(v: u64) -> Self;
     /// Bitwise or.
@@ -124,11 +123,10 @@ pub trait Word:
 }
 
 macro_rules! impl_word {
-    ($($t:ty => $w2:ty, $w3:ty);*) => {$(
+    ($($t:ty => $w2:ty);*) => {$(
         impl Word for $t {
             const BITS: u32 = <$t>::BITS;
             type Wide2 = $w2;
-            type Wide3 = $w3;
             #[inline(always)]
             fn from_u64(v: u64) -> Self {
                 v as $t
@@ -293,7 +291,7 @@ macro_rules! impl_word {
         }
     )*};
 }
-impl_word!(u8 => u16, u32; u16 => u32, u64; u32 => u64, u64; u64 => u64, u64);
+impl_word!(u8 => u16; u16 => u32; u32 => u64; u64 => u64);
 
 /// Coordinates: the rows of a row-major `(n, D)` array, or `D` columns of length `n`.
 #[derive(Clone, Copy)]
@@ -411,13 +409,18 @@ impl<U: Word, O: Word> F3<U, O> for M3E {
             | cast::<U, O>(c).part2().shl(self.2)
     }
 }
-/// Inverse of [`M3E`] (in lanes of `O::Wide3`).
-#[derive(Clone, Copy)]
-struct M3D(u32, u32, u32);
-impl<U: Word, O: Word> G3<U, O> for M3D {
+/// Inverse of [`M3E`], in lanes of `L` (which must hold the code).
+struct M3D<L>(u32, u32, u32, std::marker::PhantomData<L>);
+impl<L> Clone for M3D<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<L> Copy for M3D<L> {}
+impl<U: Word, O: Word, L: Word> G3<U, O> for M3D<L> {
     #[inline(always)]
     fn g(&self, c: U) -> [O; 3] {
-        let c: O::Wide3 = cast(c);
+        let c: L = cast(c);
         [
             cast(c.shr(self.0).compact2()),
             cast(c.shr(self.1).compact2()),
@@ -636,7 +639,7 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32) -> U 
 
 /// Coordinates of one chunk of 3-D Hilbert indices (inverse of [`h3_encode`]).
 #[inline(always)]
-fn h3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) -> U {
+fn h3_decode<U: Word, O: Word, L: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) -> U {
     let t = h3();
     let full = t.full_dec.as_slice();
     assert!(full.len() >= 48 << 9);
@@ -644,7 +647,7 @@ fn h3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) ->
     let first = t.first_dec[r as usize].as_slice();
     assert!(r == 0 || first.len() == 1 << (3 * r));
     let mut acc = U::default();
-    let mut ab = [<O::Wide3>::default(); BLOCK];
+    let mut ab = [L::default(); BLOCK];
     let mut st = [0u32; BLOCK];
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
@@ -661,25 +664,38 @@ fn h3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) ->
                 let idx = ((c.to_u64() >> (3 * shift)) & mask) as usize;
                 // SAFETY: idx < 2^(3r) = first.len() (asserted above).
                 let e = unsafe { *first.get_unchecked(idx) };
-                *o = <O::Wide3>::from_u64((e >> SB) as u64);
+                *o = L::from_u64((e >> SB) as u64);
                 *s = e & SM;
             }
         } else {
-            a.fill(<O::Wide3>::default());
+            a.fill(L::default());
             st.fill(0);
         }
         while shift > 0 {
             shift -= 3;
             for ((o, s), &c) in a.iter_mut().zip(st.iter_mut()).zip(cb) {
-                let c: O::Wide3 = cast(c);
+                let c: L = cast(c);
                 let idx = (*s << 9) | (c.shr(3 * shift).to_u64() & 511) as u32;
                 // SAFETY: as in h3_encode.
                 let e = unsafe { *full.get_unchecked(idx as usize) };
-                *o = o.shl(9).or(<O::Wide3>::from_u64((e >> SB) as u64));
+                *o = o.shl(9).or(L::from_u64((e >> SB) as u64));
                 *s = e & SM;
             }
         }
-        put3(a, bi * BLOCK, dst, M3D(2, 1, 0));
+        put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
+    }
+    acc
+}
+
+/// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
+#[inline(always)]
+fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
+    let mut acc = U::default();
+    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
+        for &c in cb {
+            acc = acc.or(c);
+        }
+        put3(cb, bi * BLOCK, dst, f);
     }
     acc
 }
@@ -719,21 +735,23 @@ fn decode_chunk<U: Word, O: Word>(
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
-        (Curve::Hilbert, _) => h3_decode(codes, &mut dst, nbits),
+        // 3-D decoding computes in the narrowest lanes that hold the code.
+        (Curve::Hilbert, _) if nbits <= 5 => h3_decode::<U, O, u16>(codes, &mut dst, nbits),
+        (Curve::Hilbert, _) if nbits <= 10 => h3_decode::<U, O, u32>(codes, &mut dst, nbits),
+        (Curve::Hilbert, _) => h3_decode::<U, O, u64>(codes, &mut dst, nbits),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             put2(codes, &mut dst, M2D(s0, s1))
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            let mut acc = U::default();
-            for (bi, cb) in codes.chunks(BLOCK).enumerate() {
-                for &c in cb {
-                    acc = acc.or(c);
-                }
-                put3(cb, bi * BLOCK, &mut dst, M3D(s0, 1, s2));
+            if nbits <= 5 {
+                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData))
+            } else if nbits <= 10 {
+                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData))
+            } else {
+                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData))
             }
-            acc
         }
     }
 }
