@@ -585,15 +585,51 @@ fn h3() -> &'static H3 {
 const SB: u32 = super::hilbert::STATE_BITS;
 const SM: u32 = (1 << SB) - 1;
 
+/// Walks the 3-D state machine over one block, top level first: `out[k]` accumulates the
+/// payloads of the lookups indexed by consecutive 9-bit slices of `m[k]` (the leading
+/// `nbits % 3` levels from state 0 in a smaller table). `dec` picks the decoding tables.
+#[inline(always)]
+fn h3_walk<V: Word>(dec: bool, nbits: u32, m: &[V], out: &mut [V], st: &mut [u32]) {
+    let t = h3();
+    let r = nbits % 3;
+    let (full, first) = if dec {
+        (t.full_dec.as_slice(), t.first_dec[r as usize].as_slice())
+    } else {
+        (t.full_enc.as_slice(), t.first_enc[r as usize].as_slice())
+    };
+    assert!(full.len() >= 48 << 9);
+    assert!(r == 0 || first.len() == 1 << (3 * r));
+    let mut shift = nbits;
+    if r != 0 {
+        shift -= r;
+        let mask = (1u64 << (3 * r)) - 1;
+        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
+            let idx = (mk.shr(3 * shift).to_u64() & mask) as usize;
+            // SAFETY: idx < 2^(3r) = first.len() (asserted above).
+            let e = unsafe { *first.get_unchecked(idx) };
+            *o = V::from_u64((e >> SB) as u64);
+            *s = e & SM;
+        }
+    } else {
+        out.fill(V::default());
+        st.fill(0);
+    }
+    while shift > 0 {
+        shift -= 3;
+        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
+            let idx = (*s << 9) | (mk.shr(3 * shift).to_u64() & 511) as u32;
+            // SAFETY: states are < 48 (the table's reachable set) and the input is 9
+            // bits, so idx < 48 * 512 <= full.len() (asserted above).
+            let e = unsafe { *full.get_unchecked(idx as usize) };
+            *o = o.shl(9).or(V::from_u64((e >> SB) as u64));
+            *s = e & SM;
+        }
+    }
+}
+
 /// 3-D Hilbert indices of one chunk, in level-major blocks (each level one gather loop).
 #[inline(always)]
 fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32) -> U {
-    let t = h3();
-    let full = t.full_enc.as_slice();
-    assert!(full.len() >= 48 << 9);
-    let r = nbits % 3;
-    let first = t.first_enc[r as usize].as_slice();
-    assert!(r == 0 || first.len() == 1 << (3 * r));
     let mut acc = U::default();
     let mut mb = [O::default(); BLOCK];
     let mut st = [0u32; BLOCK];
@@ -601,87 +637,32 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32) -> U 
         let n = ob.len();
         let r0 = bi * BLOCK;
         let m = &mut mb[..n];
-        let st = &mut st[..n];
         let part = match src {
             Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
             Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
         };
         acc = acc.or(map3(part, m, M3E(2, 1, 0)));
-        let mut shift = nbits;
-        if r != 0 {
-            shift -= r;
-            let mask = (1u64 << (3 * r)) - 1;
-            for ((o, s), &mk) in ob.iter_mut().zip(st.iter_mut()).zip(m.iter()) {
-                let idx = (mk.shr(3 * shift).to_u64() & mask) as usize;
-                // SAFETY: idx < 2^(3r) = first.len() (asserted above).
-                let e = unsafe { *first.get_unchecked(idx) };
-                *o = O::from_u64((e >> SB) as u64);
-                *s = e & SM;
-            }
-        } else {
-            ob.fill(O::default());
-            st.fill(0);
-        }
-        while shift > 0 {
-            shift -= 3;
-            for ((o, s), &mk) in ob.iter_mut().zip(st.iter_mut()).zip(m.iter()) {
-                let idx = (*s << 9) | (mk.shr(3 * shift).to_u64() & 511) as u32;
-                // SAFETY: states are < 48 (the table's reachable set) and the input is 9
-                // bits, so idx < 48 * 512 <= full.len() (asserted above).
-                let e = unsafe { *full.get_unchecked(idx as usize) };
-                *o = o.shl(9).or(O::from_u64((e >> SB) as u64));
-                *s = e & SM;
-            }
-        }
+        h3_walk(false, nbits, m, ob, &mut st[..n]);
     }
     acc
 }
 
-/// Coordinates of one chunk of 3-D Hilbert indices (inverse of [`h3_encode`]).
+/// Coordinates of one chunk of 3-D Hilbert indices (inverse of [`h3_encode`]), computed in
+/// lanes of `L`.
 #[inline(always)]
 fn h3_decode<U: Word, O: Word, L: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) -> U {
-    let t = h3();
-    let full = t.full_dec.as_slice();
-    assert!(full.len() >= 48 << 9);
-    let r = nbits % 3;
-    let first = t.first_dec[r as usize].as_slice();
-    assert!(r == 0 || first.len() == 1 << (3 * r));
     let mut acc = U::default();
+    let mut cbuf = [L::default(); BLOCK];
     let mut ab = [L::default(); BLOCK];
     let mut st = [0u32; BLOCK];
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
-        let a = &mut ab[..n];
-        let st = &mut st[..n];
-        for &c in cb {
+        for (w, &c) in cbuf.iter_mut().zip(cb) {
             acc = acc.or(c);
+            *w = cast(c);
         }
-        let mut shift = nbits;
-        if r != 0 {
-            shift -= r;
-            let mask = (1u64 << (3 * r)) - 1;
-            for ((o, s), &c) in a.iter_mut().zip(st.iter_mut()).zip(cb) {
-                let idx = ((c.to_u64() >> (3 * shift)) & mask) as usize;
-                // SAFETY: idx < 2^(3r) = first.len() (asserted above).
-                let e = unsafe { *first.get_unchecked(idx) };
-                *o = L::from_u64((e >> SB) as u64);
-                *s = e & SM;
-            }
-        } else {
-            a.fill(L::default());
-            st.fill(0);
-        }
-        while shift > 0 {
-            shift -= 3;
-            for ((o, s), &c) in a.iter_mut().zip(st.iter_mut()).zip(cb) {
-                let c: L = cast(c);
-                let idx = (*s << 9) | (c.shr(3 * shift).to_u64() & 511) as u32;
-                // SAFETY: as in h3_encode.
-                let e = unsafe { *full.get_unchecked(idx as usize) };
-                *o = o.shl(9).or(L::from_u64((e >> SB) as u64));
-                *s = e & SM;
-            }
-        }
+        let a = &mut ab[..n];
+        h3_walk(true, nbits, &cbuf[..n], a, &mut st[..n]);
         put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
     }
     acc
