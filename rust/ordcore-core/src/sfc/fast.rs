@@ -876,12 +876,13 @@ pub fn encode_with<T: Coord, O: Word>(
 ) -> Result<Vec<O>> {
     let (n, _) = plan_encode::<T, O>(coords, d, nbits)?;
     let mut out = vec![O::default(); n];
-    encode_into(k, coords, d, nbits, curve, &mut out)?;
+    encode_into(k, coords, d, nbits, curve, &mut out, false)?;
     Ok(out)
 }
 
-/// [`encode_with`] writing into `out` (length `n`). On error `out` holds partial results
-/// the caller must discard.
+/// [`encode_with`] writing into `out` (length `n`). `serial`: run on the calling thread
+/// only (else on rayon from [`crate::PARALLEL_THRESHOLD`] points). On error `out` holds
+/// partial results the caller must discard.
 pub fn encode_into<T: Coord, O: Word>(
     k: Kernel,
     coords: Coords<'_, T>,
@@ -889,6 +890,7 @@ pub fn encode_into<T: Coord, O: Word>(
     nbits: i64,
     curve: Curve,
     out: &mut [O],
+    serial: bool,
 ) -> Result<()> {
     let k = k.min(kernel());
     let (n, nbits) = plan_encode::<T, O>(coords, d, nbits)?;
@@ -923,7 +925,7 @@ pub fn encode_into<T: Coord, O: Word>(
         let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o);
         Ok(acc.to_u64() & !limit != 0)
     };
-    let mut bad = if n >= crate::PARALLEL_THRESHOLD {
+    let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
         out.par_chunks_mut(CHUNK)
             .enumerate()
             .map(work)
@@ -1012,13 +1014,14 @@ pub fn decode_with<T: Coord, O: Word>(
     } else {
         Dest::Rows(&mut out)
     };
-    decode_into(k, codes, d, nbits, curve, dest, arg)?;
+    decode_into(k, codes, d, nbits, curve, dest, arg, false)?;
     Ok(out)
 }
 
 /// [`decode_with`] writing into `dest` (`n * D` values, or `D` columns of `n`; with
-/// `n = 0` any empty destination). On error `dest` holds partial results the caller must
-/// discard.
+/// `n = 0` any empty destination); `serial` as in [`encode_into`]. On error `dest` holds
+/// partial results the caller must discard.
+#[allow(clippy::too_many_arguments)]
 pub fn decode_into<T: Coord, O: Word>(
     k: Kernel,
     codes: &[T],
@@ -1027,6 +1030,7 @@ pub fn decode_into<T: Coord, O: Word>(
     curve: Curve,
     dest: Dest<'_, O>,
     arg: &'static str,
+    serial: bool,
 ) -> Result<()> {
     let k = k.min(kernel());
     let n = codes.len();
@@ -1073,7 +1077,7 @@ pub fn decode_into<T: Coord, O: Word>(
         let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, &ucodes[r0..r0 + rows], o);
         Ok(acc.to_u64() & !limit != 0)
     };
-    let mut bad = if n >= crate::PARALLEL_THRESHOLD {
+    let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
         pieces
             .into_par_iter()
             .enumerate()
