@@ -75,7 +75,8 @@ for d in (2, 3):
         pts[3, -1] = hi
         want = HilbertCurve(p=nbits, n=d).distances_from_points(pts.tolist())
         narrow = next(np.dtype(f"uint{b}") for b in (8, 16, 32, 64) if b >= d * nbits)
-        for dt in (np.uint8, np.uint16, np.uint32, np.int64, np.uint64):
+        for dt in (np.uint8, np.uint16, np.uint32, np.int8, np.int16, np.int32, np.int64,
+                   np.uint64):
             if np.iinfo(dt).max < hi:
                 continue
             p = pts.astype(dt)
@@ -85,6 +86,18 @@ for d in (2, 3):
                 assert [int(v) for v in got] == want, (d, nbits, dt)
             h = sfc.hilbert_encode(cols, nbits, dtype="narrowest")
             assert h.dtype == narrow
+            # Every output width that holds the codes / coordinates, and codes of every
+            # integer type that holds them.
+            for odt in (np.uint8, np.uint16, np.uint32, np.uint64):
+                if np.iinfo(odt).bits >= d * nbits:
+                    w = sfc.hilbert_encode(p, nbits, dtype=odt)
+                    assert w.dtype == odt and [int(v) for v in w] == want, (d, nbits, dt, odt)
+                if np.iinfo(odt).bits >= nbits:
+                    c = sfc.hilbert_decode(h, nbits, d, dtype=odt, separate=True)
+                    assert all(a.dtype == odt and np.array_equal(a, pts[:, i])
+                               for i, a in enumerate(c)), (d, nbits, odt)
+            if np.iinfo(dt).max >= int(h.max()):
+                assert np.array_equal(sfc.hilbert_decode(h.astype(dt), nbits, d), pts)
             back = sfc.hilbert_decode(h, nbits, d)
             assert back.dtype == np.uint64 and np.array_equal(back, pts)
             sep = sfc.hilbert_decode(h, nbits, d, dtype="narrowest", separate=True)
@@ -166,6 +179,21 @@ def test_separate_arrays_and_output_dtype_errors() -> None:
     assert sfc.hilbert_encode((x[:0], x[:0]), 4, dtype="narrowest").shape == (0,)
     e = sfc.hilbert_decode(np.zeros(0, np.uint8), 4, 3, separate=True)
     assert len(e) == 3 and e[0].shape == (0,)
+
+
+def test_signed_input_as_wide_as_nbits_rejects_negatives() -> None:
+    # The 2-D/3-D kernels read signed input as its unsigned type; -1 as int8 reads as 255,
+    # which fits nbits = 8, so a separate sign test must catch it.
+    x = np.array([0, 5, -1], np.int8)
+    for curve in (sfc.hilbert_encode, sfc.morton_encode):
+        with pytest.raises(InvalidArgumentError, match="row 2 \\(column 1\\) has value -1"):
+            curve((np.zeros(3, np.int8), x), 8)
+        with pytest.raises(InvalidArgumentError, match="row 2 \\(column 1\\) has value -1"):
+            curve(np.stack([np.zeros(3, np.int16), x.astype(np.int16)], 1), 16)
+    with pytest.raises(InvalidArgumentError, match="row 1 has value -1"):
+        sfc.hilbert_decode(np.array([3, -1], np.int16), 8, 2)
+    with pytest.raises(InvalidArgumentError, match="row 0 has value -7"):
+        sfc.morton_decode(np.array([-7], np.int32), 16, 2, separate=True, dtype="narrowest")
 
 
 def test_hilbert_1d_and_large_batches_use_all_paths() -> None:

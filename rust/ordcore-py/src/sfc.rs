@@ -4,14 +4,15 @@
 
 use numpy::ndarray::Array2;
 use numpy::{
-    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+    IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 
 use ordcore_core::sfc::fast::{self, Coords, Curve};
 use ordcore_core::sfc::{hilbert, morton, scan, serialize, Coord};
 
-use crate::errors::invalid;
+use crate::errors::{invalid, to_pyerr};
 use crate::runtime;
 
 /// Calls `$body` with `$s` bound to the array's data as a slice of its element type, for
@@ -209,15 +210,13 @@ fn curve_of(curve: &str, msb: bool) -> PyResult<Curve> {
     }
 }
 
-/// Runs `$call` (a `fast::encode`/`decode` call generic over the output type `$o`) for the
-/// output width `$bits`, returning the array as `PyAny`.
+/// Runs `$body` with the type alias `$o` set to the unsigned type of `$bits` bits.
 macro_rules! with_out_bits {
-    ($py:expr, $threads:expr, $bits:expr, |$o:ident| $call:expr, |$v:ident| $wrap:expr) => {{
+    ($bits:expr, |$o:ident| $body:expr) => {{
         macro_rules! go {
             ($t:ty) => {{
                 type $o = $t;
-                let $v = runtime::run($py, $threads, move || $call)?;
-                $wrap
+                $body
             }};
         }
         match $bits {
@@ -233,6 +232,43 @@ macro_rules! with_out_bits {
     }};
 }
 
+/// A new uninitialized C-contiguous array of `shape`, filled by `fill` on the runtime (GIL
+/// released); returned only when `fill` succeeds.
+fn new_filled<'py, O, D, F>(
+    py: Python<'py>,
+    shape: D,
+    threads: Option<usize>,
+    fill: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    O: numpy::Element + Send,
+    D: numpy::ndarray::Dimension,
+    F: FnOnce(&mut [O]) -> ordcore_core::Result<()> + Send,
+{
+    // SAFETY: the array is written in full by `fill` before Python sees it; on error it is
+    // dropped unseen.
+    let out = unsafe { numpy::PyArray::<O, D>::new(py, shape, false) };
+    {
+        let mut rw = out.readwrite();
+        let dst = rw
+            .as_slice_mut()
+            .map_err(|_| invalid("out", "not contiguous"))?;
+        runtime::run(py, threads, move || fill(dst))?;
+    }
+    Ok(out.into_any())
+}
+
+/// `num_threads = 1` runs the kernel serially on the calling thread (GIL released) instead
+/// of handing it to a one-thread pool: the hand-off costs 5-30 us a call, as much as
+/// encoding 100,000 points.
+fn serial_if_one(threads: Option<usize>) -> (Option<usize>, bool) {
+    if threads == Some(1) {
+        (None, true)
+    } else {
+        (threads, false)
+    }
+}
+
 fn encode_typed<'py, T: Coord + numpy::Element>(
     py: Python<'py>,
     c: Coords<'_, T>,
@@ -242,13 +278,14 @@ fn encode_typed<'py, T: Coord + numpy::Element>(
     out_bits: u32,
     threads: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    with_out_bits!(
-        py,
-        threads,
-        out_bits,
-        |O| fast::encode::<T, O>(c, d, nbits, curve),
-        |v| Ok(v.into_pyarray(py).into_any())
-    )
+    with_out_bits!(out_bits, |O| {
+        let (n, _) = fast::plan_encode::<T, O>(c, d, nbits).map_err(to_pyerr)?;
+        let k = fast::kernel();
+        let (threads, serial) = serial_if_one(threads);
+        new_filled::<O, _, _>(py, numpy::ndarray::Ix1(n), threads, move |o| {
+            fast::encode_into(k, c, d, nbits, curve, o, serial)
+        })
+    })
 }
 
 /// 2-D / 3-D codes of an `(N, D)` integer array or a list of `D` 1-D arrays (one dtype,
@@ -315,17 +352,28 @@ fn decode_typed<'py, T: Coord + numpy::Element>(
     } else {
         "code"
     };
-    let shape = if columns { (d, n) } else { (n, d) };
-    with_out_bits!(
-        py,
-        threads,
-        out_bits,
-        |O| fast::decode::<T, O>(s, d, nbits, curve, columns, arg),
-        |v| Ok(Array2::from_shape_vec(shape, v)
-            .map_err(|e| invalid("ndim", e))?
-            .into_pyarray(py)
-            .into_any())
-    )
+    let shape = if columns {
+        numpy::ndarray::Ix2(d, n)
+    } else {
+        numpy::ndarray::Ix2(n, d)
+    };
+    with_out_bits!(out_bits, |O| {
+        fast::plan_decode::<O>(n, d, nbits, arg).map_err(to_pyerr)?;
+        let k = fast::kernel();
+        let (threads, serial) = serial_if_one(threads);
+        new_filled::<O, _, _>(py, shape, threads, move |o| {
+            let dest = if columns {
+                fast::Dest::Columns(if n == 0 {
+                    Vec::new()
+                } else {
+                    o.chunks_mut(n).collect()
+                })
+            } else {
+                fast::Dest::Rows(o)
+            };
+            fast::decode_into(k, s, d, nbits, curve, dest, arg, serial)
+        })
+    })
 }
 
 /// Coordinates of 2-D / 3-D codes as unsigned integers of `out_bits` bits: an `(N, D)` array,

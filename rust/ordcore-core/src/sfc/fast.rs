@@ -1,28 +1,33 @@
 //! Batch kernels for Hilbert and Morton codes in 2-D and 3-D: coordinates as the rows of a
 //! `(n, D)` array or as `D` separate columns, codes in any unsigned width that holds them.
 //!
-//! Each chunk of rows is staged through small `u64` buffers (load and range-check, compute,
-//! store), so the compute step is one function per curve, compiled for AVX-512, AVX2 and
-//! portable code and picked once per process ([`kernel`]; the environment variable
-//! `ORDCORE_SFC_KERNEL` = `portable`, `avx2` or `avx512` caps the choice, so tests reach
-//! every path).
+//! Every kernel is monomorphized for its (input type, output type) pair and writes straight
+//! into the output: it reads the input, ORs it into a range-check accumulator, computes in
+//! lanes of the code's width (encode: the output type; decode: twice the output width in
+//! 2-D, the narrowest of 16/32/64 bits that holds `3 * nbits` in 3-D) and stores, so a
+//! `uint8`-in, `uint8`-out call runs 64 points per AVX-512 vector and a `uint64` one 8.
+//! Signed input is read as its unsigned type of the same width (a negative value then fails
+//! the range check, or, where the type is no wider than `nbits`, a separate sign test).
+//! Each kernel is compiled for AVX-512, AVX2 and portable code and picked once per process
+//! ([`kernel`]; the environment variable `ORDCORE_SFC_KERNEL` = `portable`, `avx2` or
+//! `avx512` caps the choice, so tests reach every path).
 //!
 //! * 2-D Hilbert: the branch-free prefix-scan form of the Hilbert state machine
 //!   (logarithmic in `nbits`, no table: the per-level states `(swap, invert)` compose as
 //!   2x2 boolean matrices, so a parallel prefix over the bit levels yields every level's
-//!   state at once), in 32-bit lanes for `nbits <= 16` and 64-bit lanes up to 32. It
-//!   vectorizes fully. Tests check it against Skilling's loop for every `nbits`.
-//! * 3-D Hilbert: the multi-level state tables of [`super::hilbert::Table`] (3 levels,
-//!   9 index bits, per lookup).
+//!   state at once), in lanes of 8, 16, 32 or 64 bits. It vectorizes fully. Tests check it
+//!   against Skilling's loop for every `nbits`.
+//! * 3-D Hilbert: the state tables of [`super::hilbert::Table`] re-indexed by the Morton
+//!   (coordinate 0 most significant) interleave of 3 levels: encoding Morton-interleaves the
+//!   block once, then each lookup takes 9 consecutive bits of it; decoding's lookups emit
+//!   the coordinate bits interleaved, so a final Morton de-interleave yields the three
+//!   coordinates. Level-major over blocks of points, so each level is one gather loop.
 //! * Morton: magic-number bit spreads, vectorized.
-
+use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
-use super::hilbert::Table;
-use super::morton::{compact1by1, compact1by2, part1by1, part1by2};
-use super::{check_width, low_mask, Coord};
 use crate::{Error, Result};
 
 /// The compute kernels, ordered from the most portable.
@@ -83,26 +88,210 @@ pub enum Curve {
     Morton { msb: bool },
 }
 
-/// An unsigned integer type a code or coordinate is written as.
-pub trait Word: Copy + Send + Sync + Default + 'static {
+use super::hilbert::Table;
+use super::{as_unsigned, check_width, low_mask, Coord};
+
+/// An unsigned integer type a code or coordinate is written as, with the bit operations the
+/// kernels run in its lanes.
+pub trait Word:
+    Coord + Default + PartialEq + std::fmt::Debug + std::ops::BitOr<Output = Self>
+{
     /// Bits of the type.
     const BITS: u32;
+    /// The lane type that holds two coordinates of this type (2-D decoding).
+    type Wide2: Word;
     /// The low bits of `v`.
     fn from_u64(v: u64) -> Self;
+    /// Bitwise or.
+    fn or(self, o: Self) -> Self;
+    /// Left shift (`s < BITS`).
+    fn shl(self, s: u32) -> Self;
+    /// Right shift (`s < BITS`).
+    fn shr(self, s: u32) -> Self;
+    /// The low `BITS / 2` bits moved to the even bits.
+    fn part1(self) -> Self;
+    /// Inverse of [`Word::part1`].
+    fn compact1(self) -> Self;
+    /// The low `BITS / 3` bits moved to every third bit.
+    fn part2(self) -> Self;
+    /// Inverse of [`Word::part2`].
+    fn compact2(self) -> Self;
+    /// 2-D Hilbert index of `(x, y)` (`nbits <= BITS / 2`).
+    fn h2_enc(x: Self, y: Self, nbits: u32) -> Self;
+    /// Inverse of [`Word::h2_enc`].
+    fn h2_dec(self, nbits: u32) -> (Self, Self);
 }
 
 macro_rules! impl_word {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $w2:ty);*) => {$(
         impl Word for $t {
             const BITS: u32 = <$t>::BITS;
+            type Wide2 = $w2;
             #[inline(always)]
             fn from_u64(v: u64) -> Self {
                 v as $t
             }
+            #[inline(always)]
+            fn or(self, o: Self) -> Self {
+                self | o
+            }
+            #[inline(always)]
+            fn shl(self, s: u32) -> Self {
+                self.wrapping_shl(s)
+            }
+            #[inline(always)]
+            fn shr(self, s: u32) -> Self {
+                self.wrapping_shr(s)
+            }
+            #[inline(always)]
+            fn part1(self) -> Self {
+                const H: u32 = <$t>::BITS / 2;
+                let mut x = self & (<$t>::MAX >> H);
+                if H > 16 {
+                    x = (x | x.wrapping_shl(16)) & (0x0000_FFFF_0000_FFFF_u64 as $t);
+                }
+                if H > 8 {
+                    x = (x | x.wrapping_shl(8)) & (0x00FF_00FF_00FF_00FF_u64 as $t);
+                }
+                if H > 4 {
+                    x = (x | x.wrapping_shl(4)) & (0x0F0F_0F0F_0F0F_0F0F_u64 as $t);
+                }
+                x = (x | x.wrapping_shl(2)) & (0x3333_3333_3333_3333_u64 as $t);
+                (x | x.wrapping_shl(1)) & (0x5555_5555_5555_5555_u64 as $t)
+            }
+            #[inline(always)]
+            fn compact1(self) -> Self {
+                const H: u32 = <$t>::BITS / 2;
+                let mut x = self & (0x5555_5555_5555_5555_u64 as $t);
+                x = (x | x.wrapping_shr(1)) & (0x3333_3333_3333_3333_u64 as $t);
+                x = (x | x.wrapping_shr(2)) & (0x0F0F_0F0F_0F0F_0F0F_u64 as $t);
+                if H > 4 {
+                    x = (x | x.wrapping_shr(4)) & (0x00FF_00FF_00FF_00FF_u64 as $t);
+                }
+                if H > 8 {
+                    x = (x | x.wrapping_shr(8)) & (0x0000_FFFF_0000_FFFF_u64 as $t);
+                }
+                if H > 16 {
+                    x = (x | x.wrapping_shr(16)) & (0xFFFF_FFFF_u64 as $t);
+                }
+                x
+            }
+            #[inline(always)]
+            fn part2(self) -> Self {
+                const B: u32 = <$t>::BITS / 3;
+                let mut x = self & (<$t>::MAX >> (<$t>::BITS - B));
+                if 2 * B > 32 {
+                    x = (x | x.wrapping_shl(32)) & (0x001F_0000_0000_FFFF_u64 as $t);
+                }
+                if 2 * B > 16 {
+                    x = (x | x.wrapping_shl(16)) & (0x001F_0000_FF00_00FF_u64 as $t);
+                }
+                if 2 * B > 8 {
+                    x = (x | x.wrapping_shl(8)) & (0x100F_00F0_0F00_F00F_u64 as $t);
+                }
+                if 2 * B > 4 {
+                    x = (x | x.wrapping_shl(4)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
+                }
+                (x | x.wrapping_shl(2)) & (0x1249_2492_4924_9249_u64 as $t)
+            }
+            #[inline(always)]
+            fn compact2(self) -> Self {
+                const B: u32 = <$t>::BITS / 3;
+                let mut x = self & (0x1249_2492_4924_9249_u64 as $t);
+                x = (x | x.wrapping_shr(2)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
+                if 2 * B > 4 {
+                    x = (x | x.wrapping_shr(4)) & (0x100F_00F0_0F00_F00F_u64 as $t);
+                }
+                if 2 * B > 8 {
+                    x = (x | x.wrapping_shr(8)) & (0x001F_0000_FF00_00FF_u64 as $t);
+                }
+                if 2 * B > 16 {
+                    x = (x | x.wrapping_shr(16)) & (0x001F_0000_0000_FFFF_u64 as $t);
+                }
+                if 2 * B > 32 {
+                    x = (x | x.wrapping_shr(32)) & (0x1F_FFFF_u64 as $t);
+                }
+                x & (<$t>::MAX >> (<$t>::BITS - B))
+            }
+            #[inline(always)]
+            fn h2_enc(x: Self, y: Self, nbits: u32) -> Self {
+                // Coordinate 0 (`x`) supplies the more significant bit of each pair, as
+                // `hilbertcurve`. The coordinates are aligned to the top of the low half.
+                const H: u32 = <$t>::BITS / 2;
+                let x = x.wrapping_shl(H - nbits);
+                let y = y.wrapping_shl(H - nbits);
+                let m: $t = <$t>::MAX >> H;
+                let (mut aa, mut bb, mut cc, mut dd);
+                {
+                    let a = x ^ y;
+                    let b = m ^ a;
+                    let c = m ^ (x | y);
+                    let d = x & (y ^ m);
+                    aa = a | (b >> 1);
+                    bb = (a >> 1) ^ a;
+                    cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
+                    dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
+                }
+                // The strides 2, 4, .. below H / 2, unrolled by hand (a loop here keeps
+                // LLVM from vectorizing the caller's loop over points).
+                macro_rules! round {
+                    ($s:expr) => {
+                        if $s < H / 2 {
+                            let s = $s;
+                            let (a, b, c, d) = (aa, bb, cc, dd);
+                            aa = (a & a.wrapping_shr(s)) ^ (b & b.wrapping_shr(s));
+                            bb = (a & b.wrapping_shr(s)) ^ (b & (a ^ b).wrapping_shr(s));
+                            cc ^= (a & c.wrapping_shr(s)) ^ (b & d.wrapping_shr(s));
+                            dd ^= (b & c.wrapping_shr(s)) ^ ((a ^ b) & d.wrapping_shr(s));
+                        }
+                    };
+                }
+                round!(2);
+                round!(4);
+                round!(8);
+                {
+                    let (a, b, c, d) = (aa, bb, cc, dd);
+                    cc ^= (a & (c >> (H / 2))) ^ (b & (d >> (H / 2)));
+                    dd ^= (b & (c >> (H / 2))) ^ ((a ^ b) & (d >> (H / 2)));
+                }
+                let a = cc ^ (cc >> 1);
+                let b = dd ^ (dd >> 1);
+                let i0 = x ^ y;
+                let i1 = b | (m ^ (i0 | a));
+                let h = (i1.part1() << 1) | i0.part1();
+                h.wrapping_shr(2 * (H - nbits))
+            }
+            #[inline(always)]
+            fn h2_dec(self, nbits: u32) -> (Self, Self) {
+                const H: u32 = <$t>::BITS / 2;
+                #[inline(always)]
+                fn prefix(mut x: $t) -> $t {
+                    // Bit j: XOR of bits j..H of x.
+                    if H > 16 {
+                        x ^= x.wrapping_shr(16);
+                    }
+                    if H > 8 {
+                        x ^= x.wrapping_shr(8);
+                    }
+                    if H > 4 {
+                        x ^= x.wrapping_shr(4);
+                    }
+                    x ^= x >> 2;
+                    x ^ (x >> 1)
+                }
+                let m: $t = <$t>::MAX >> H;
+                let i = self.wrapping_shl(2 * (H - nbits));
+                let i0 = i.compact1();
+                let i1 = (i >> 1).compact1();
+                let t0 = (i0 | i1) ^ m;
+                let t1 = i0 & i1;
+                let a = ((i0 ^ m) & prefix(t1)) | (i0 & prefix(t0));
+                ((a ^ i1) >> (H - nbits), (a ^ i0 ^ i1) >> (H - nbits))
+            }
         }
     )*};
 }
-impl_word!(u8, u16, u32, u64);
+impl_word!(u8 => u16; u16 => u32; u32 => u64; u64 => u64);
 
 /// Coordinates: the rows of a row-major `(n, D)` array, or `D` columns of length `n`.
 #[derive(Clone, Copy)]
@@ -113,143 +302,230 @@ pub enum Coords<'a, T> {
     Columns(&'a [&'a [T]]),
 }
 
+/// Where decoded coordinates go: a row-major `(n, D)` slice, or `D` column slices of
+/// length `n` (the third empty for `D = 2`).
+pub enum Dest<'a, O> {
+    /// Row-major `(n, D)`.
+    Rows(&'a mut [O]),
+    /// `D` separate arrays.
+    Columns(Vec<&'a mut [O]>),
+}
+
 /// Rows per work item (one interrupt check, one rayon task).
 const CHUNK: usize = 8192;
-/// Rows per staging buffer.
+/// Rows per level-major block of the 3-D Hilbert kernels.
 const BLOCK: usize = 256;
+
+/// One chunk of input: `(rows, D)` or up to three columns.
+#[derive(Clone, Copy)]
+enum Src<'a, U> {
+    Rows(&'a [U]),
+    Cols([&'a [U]; 3]),
+}
+
+/// One chunk of output coordinates.
+enum Dst<'a, O> {
+    Rows(&'a mut [O]),
+    Cols([&'a mut [O]; 3]),
+}
+
+#[inline(always)]
+fn cast<A: Word, B: Word>(a: A) -> B {
+    B::from_u64(a.to_u64())
+}
 
 // --- the compute step ---------------------------------------------------------------------
 
-/// Defines the 2-D Hilbert encoder and decoder for one lane type: the prefix-scan form of the
-/// state machine (see the module docs). Coordinate 0 (`x`) supplies the more significant bit
-/// of each pair, as `hilbertcurve`. `$half` is the coordinate width of the lane
-/// (`nbits <= $half`), `$rounds` the prefix-scan strides after the first, `$last` the final
-/// one, `$spread`/`$compact` the bit (de)interleaves and `$prefix` the prefix XOR.
-macro_rules! hilbert2 {
-    ($enc:ident, $dec:ident, $t:ty, $half:expr, [$($rounds:expr),*], $last:expr,
-     $spread:ident, $compact:ident, $prefix:ident) => {
-        #[inline(always)]
-        fn $enc(x: $t, y: $t, nbits: u32) -> $t {
-            let x = x << ($half - nbits);
-            let y = y << ($half - nbits);
-            let m: $t = <$t>::MAX >> $half;
-            let (mut aa, mut bb, mut cc, mut dd);
-            {
-                let a = x ^ y;
-                let b = m ^ a;
-                let c = m ^ (x | y);
-                let d = x & (y ^ m);
-                aa = a | (b >> 1);
-                bb = (a >> 1) ^ a;
-                cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
-                dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
-            }
-            for s in [$($rounds),*] {
-                let (a, b, c, d) = (aa, bb, cc, dd);
-                aa = (a & (a >> s)) ^ (b & (b >> s));
-                bb = (a & (b >> s)) ^ (b & ((a ^ b) >> s));
-                cc ^= (a & (c >> s)) ^ (b & (d >> s));
-                dd ^= (b & (c >> s)) ^ ((a ^ b) & (d >> s));
-            }
-            {
-                let (a, b, c, d) = (aa, bb, cc, dd);
-                cc ^= (a & (c >> $last)) ^ (b & (d >> $last));
-                dd ^= (b & (c >> $last)) ^ ((a ^ b) & (d >> $last));
-            }
-            let a = cc ^ (cc >> 1);
-            let b = dd ^ (dd >> 1);
-            let i0 = x ^ y;
-            let i1 = b | (m ^ (i0 | a));
-            let h = ($spread(i1 as _) << 1) as $t | $spread(i0 as _) as $t;
-            if nbits == $half {
-                h
-            } else {
-                h >> (2 * $half - 2 * nbits)
+// The per-point operations, as types rather than closures: a closure is a function of its
+// own that LLVM may decline to inline into the SIMD copies (it then runs as one scalar call
+// per point, 10x slower); these methods are `#[inline(always)]`.
+
+/// One code from two coordinates.
+trait F2<U, O>: Copy {
+    fn f(&self, a: U, b: U) -> O;
+}
+/// One code from three coordinates.
+trait F3<U, O>: Copy {
+    fn f(&self, a: U, b: U, c: U) -> O;
+}
+/// Two coordinates from one code.
+trait G2<U, O>: Copy {
+    fn g(&self, c: U) -> (O, O);
+}
+/// Three coordinates from one code.
+trait G3<U, O>: Copy {
+    fn g(&self, c: U) -> [O; 3];
+}
+
+/// 2-D Hilbert encoding of `nbits` bits.
+#[derive(Clone, Copy)]
+struct H2E(u32);
+impl<U: Word, O: Word> F2<U, O> for H2E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U) -> O {
+        O::h2_enc(cast(a), cast(b), self.0)
+    }
+}
+/// 2-D Hilbert decoding of `nbits` bits (in lanes of `O::Wide2`).
+#[derive(Clone, Copy)]
+struct H2D(u32);
+impl<U: Word, O: Word> G2<U, O> for H2D {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let (a, b) = cast::<U, O::Wide2>(c).h2_dec(self.0);
+        (cast(a), cast(b))
+    }
+}
+/// 2-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+#[derive(Clone, Copy)]
+struct M2E(u32, u32);
+impl<U: Word, O: Word> F2<U, O> for M2E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U) -> O {
+        cast::<U, O>(a).part1().shl(self.0) | cast::<U, O>(b).part1().shl(self.1)
+    }
+}
+/// Inverse of [`M2E`] (in lanes of `O::Wide2`).
+#[derive(Clone, Copy)]
+struct M2D(u32, u32);
+impl<U: Word, O: Word> G2<U, O> for M2D {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let c: O::Wide2 = cast(c);
+        (
+            cast(c.shr(self.0).compact1()),
+            cast(c.shr(self.1).compact1()),
+        )
+    }
+}
+/// 3-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+#[derive(Clone, Copy)]
+struct M3E(u32, u32, u32);
+impl<U: Word, O: Word> F3<U, O> for M3E {
+    #[inline(always)]
+    fn f(&self, a: U, b: U, c: U) -> O {
+        cast::<U, O>(a).part2().shl(self.0)
+            | cast::<U, O>(b).part2().shl(self.1)
+            | cast::<U, O>(c).part2().shl(self.2)
+    }
+}
+/// Inverse of [`M3E`], in lanes of `L` (which must hold the code).
+struct M3D<L>(u32, u32, u32, std::marker::PhantomData<L>);
+impl<L> Clone for M3D<L> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<L> Copy for M3D<L> {}
+impl<U: Word, O: Word, L: Word> G3<U, O> for M3D<L> {
+    #[inline(always)]
+    fn g(&self, c: U) -> [O; 3] {
+        let c: L = cast(c);
+        [
+            cast(c.shr(self.0).compact2()),
+            cast(c.shr(self.1).compact2()),
+            cast(c.shr(self.2).compact2()),
+        ]
+    }
+}
+
+/// `out[k] = f(x[k], y[k])` over a 2-D chunk; returns the OR of every input value.
+#[inline(always)]
+fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F2<U, O>) -> U {
+    let mut acc = U::default();
+    match src {
+        Src::Rows(s) => {
+            for (o, r) in out.iter_mut().zip(s.chunks_exact(2)) {
+                acc = acc.or(r[0]).or(r[1]);
+                *o = f.f(r[0], r[1]);
             }
         }
-
-        /// Inverse of the encoder above.
-        #[inline(always)]
-        fn $dec(h: $t, nbits: u32) -> ($t, $t) {
-            let m: $t = <$t>::MAX >> $half;
-            let i = if nbits == $half { h } else { h << (2 * $half - 2 * nbits) };
-            let i0 = $compact(i as _) as $t;
-            let i1 = $compact((i >> 1) as _) as $t;
-            let t0 = (i0 | i1) ^ m;
-            let t1 = i0 & i1;
-            let p0 = $prefix(t0);
-            let p1 = $prefix(t1);
-            let a = ((i0 ^ m) & p1) | (i0 & p0);
-            let x = (a ^ i1) >> ($half - nbits);
-            let y = (a ^ i0 ^ i1) >> ($half - nbits);
-            (x, y)
+        Src::Cols([x, y, _]) => {
+            for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
+                acc = acc.or(a).or(b);
+                *o = f.f(a, b);
+            }
         }
-    };
+    }
+    acc
 }
 
-hilbert2!(
-    h2_encode32,
-    h2_decode32,
-    u32,
-    16,
-    [2u32, 4],
-    8,
-    spread16,
-    compact16,
-    prefix_xor32
-);
-hilbert2!(
-    h2_encode64,
-    h2_decode64,
-    u64,
-    32,
-    [2u32, 4, 8],
-    16,
-    part1by1,
-    compact1by1,
-    prefix_xor64
-);
-
-/// Bit `j` of the result: XOR of bits `j..16` of `x` (16-bit values).
+/// `out[k] = f(x[k], y[k], z[k])` over a 3-D chunk; returns the OR of every input value.
 #[inline(always)]
-fn prefix_xor32(mut x: u32) -> u32 {
-    x ^= x >> 8;
-    x ^= x >> 4;
-    x ^= x >> 2;
-    x ^ (x >> 1)
+fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F3<U, O>) -> U {
+    let mut acc = U::default();
+    match src {
+        Src::Rows(s) => {
+            for (o, r) in out.iter_mut().zip(s.chunks_exact(3)) {
+                acc = acc.or(r[0]).or(r[1]).or(r[2]);
+                *o = f.f(r[0], r[1], r[2]);
+            }
+        }
+        Src::Cols([x, y, z]) => {
+            for (((o, &a), &b), &c) in out.iter_mut().zip(x).zip(y).zip(z) {
+                acc = acc.or(a).or(b).or(c);
+                *o = f.f(a, b, c);
+            }
+        }
+    }
+    acc
 }
 
-/// [`prefix_xor32`] for 32-bit values.
+/// Writes `f(code)` (two coordinates) for each code of a chunk; returns the OR of the codes.
 #[inline(always)]
-fn prefix_xor64(mut x: u64) -> u64 {
-    x ^= x >> 16;
-    x ^= x >> 8;
-    x ^= x >> 4;
-    x ^= x >> 2;
-    x ^ (x >> 1)
+fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G2<U, O>) -> U {
+    let mut acc = U::default();
+    match dst {
+        Dst::Rows(o) => {
+            for (r, &c) in o.chunks_exact_mut(2).zip(codes) {
+                acc = acc.or(c);
+                let (a, b) = f.g(c);
+                r[0] = a;
+                r[1] = b;
+            }
+        }
+        Dst::Cols([x, y, _]) => {
+            for ((xo, yo), &c) in x.iter_mut().zip(y.iter_mut()).zip(codes) {
+                acc = acc.or(c);
+                let (a, b) = f.g(c);
+                *xo = a;
+                *yo = b;
+            }
+        }
+    }
+    acc
 }
 
-/// Spreads 16 bits to the even bits of a `u32`.
+/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`.
 #[inline(always)]
-fn spread16(x: u32) -> u32 {
-    let mut x = x & 0xFFFF;
-    x = (x | (x << 8)) & 0x00FF_00FF;
-    x = (x | (x << 4)) & 0x0F0F_0F0F;
-    x = (x | (x << 2)) & 0x3333_3333;
-    (x | (x << 1)) & 0x5555_5555
+fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) {
+    let n = vals.len();
+    match dst {
+        Dst::Rows(o) => {
+            for (r, &v) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(vals) {
+                let [a, b, c] = f.g(v);
+                r[0] = a;
+                r[1] = b;
+                r[2] = c;
+            }
+        }
+        Dst::Cols([x, y, z]) => {
+            let it = x[r0..r0 + n]
+                .iter_mut()
+                .zip(y[r0..r0 + n].iter_mut())
+                .zip(z[r0..r0 + n].iter_mut());
+            for (((xo, yo), zo), &v) in it.zip(vals) {
+                let [a, b, c] = f.g(v);
+                *xo = a;
+                *yo = b;
+                *zo = c;
+            }
+        }
+    }
 }
 
-/// Inverse of [`spread16`].
-#[inline(always)]
-fn compact16(x: u32) -> u32 {
-    let mut x = x & 0x5555_5555;
-    x = (x | (x >> 1)) & 0x3333_3333;
-    x = (x | (x >> 2)) & 0x0F0F_0F0F;
-    x = (x | (x >> 4)) & 0x00FF_00FF;
-    (x | (x >> 8)) & 0xFFFF
-}
-
-/// The 3-D tables widened to `u32` entries for gathers: `full_*` for 3 levels per lookup
+/// The 3-D tables in Morton layout (see the module docs), `u32` entries
+/// `(payload << STATE_BITS) | next_state`: `full_*` for 3 levels per lookup
 /// (`48 states x 512`), `first_*[r]` for the leading `r = nbits % 3` levels from state 0.
 struct H3 {
     full_enc: Vec<u32>,
@@ -258,25 +534,50 @@ struct H3 {
     first_dec: [Vec<u32>; 3],
 }
 
+/// Morton (coordinate 0 most significant) interleave of `k`-level chunks laid out as
+/// `(c0 << 2k) | (c1 << k) | c2`.
+fn interleave3(a: usize, k: u32) -> usize {
+    let mut m = 0;
+    for lv in 0..k {
+        for i in 0..3u32 {
+            let bit = (a >> ((2 - i) * k + lv)) & 1;
+            m |= bit << (3 * lv + 2 - i);
+        }
+    }
+    m
+}
+
 fn h3() -> &'static H3 {
     static T: OnceLock<H3> = OnceLock::new();
     T.get_or_init(|| {
         let t = Table::get(3);
-        let wide = |v: &[u16]| v.iter().map(|&e| e as u32).collect::<Vec<u32>>();
-        let (e3, d3) = t.level_tables(3);
-        let first = |k: u32, dec: bool| -> Vec<u32> {
-            if k == 0 {
-                return Vec::new();
-            }
+        let sm = (1u32 << SB) - 1;
+        // Tables for `k` levels, the first `states` states.
+        let build = |k: u32, states: usize| -> (Vec<u32>, Vec<u32>) {
             let (e, d) = t.level_tables(k);
-            // State 0 occupies the first 2^(3k) entries.
-            wide(&(if dec { d } else { e })[..1 << (3 * k)])
+            let w = 1usize << (3 * k);
+            let mut enc = vec![0u32; states * w];
+            let mut dec = vec![0u32; states * w];
+            for s in 0..states {
+                for a in 0..w {
+                    let m = interleave3(a, k);
+                    enc[s * w + m] = e[s * w + a] as u32;
+                    let de = d[s * w + a] as u32;
+                    let coords = interleave3((de >> SB) as usize, k) as u32;
+                    dec[s * w + a] = (coords << SB) | (de & sm);
+                }
+            }
+            (enc, dec)
         };
+        let states = t.level_tables(3).0.len() >> 9;
+        let (full_enc, full_dec) = build(3, states);
+        let (e1, d1) = build(1, 1);
+        let (e2, d2) = build(2, 1);
         H3 {
-            full_enc: wide(e3),
-            full_dec: wide(d3),
-            first_enc: [first(0, false), first(1, false), first(2, false)],
-            first_dec: [first(0, true), first(1, true), first(2, true)],
+            full_enc,
+            full_dec,
+            first_enc: [Vec::new(), e1, e2],
+            first_dec: [Vec::new(), d1, d2],
         }
     })
 }
@@ -284,162 +585,153 @@ fn h3() -> &'static H3 {
 const SB: u32 = super::hilbert::STATE_BITS;
 const SM: u32 = (1 << SB) - 1;
 
-/// 3-D Hilbert indices of one block, level-major so that each step over the block is a
-/// gather loop (vectorized with AVX2/AVX-512 gathers).
+/// Walks the 3-D state machine over one block, top level first: `out[k]` accumulates the
+/// payloads of the lookups indexed by consecutive 9-bit slices of `m[k]` (the leading
+/// `nbits % 3` levels from state 0 in a smaller table). `dec` picks the decoding tables.
 #[inline(always)]
-fn h3_encode_block(x: &[u64], y: &[u64], z: &[u64], out: &mut [u64], nbits: u32) {
+fn h3_walk<V: Word>(dec: bool, nbits: u32, m: &[V], out: &mut [V], st: &mut [u32]) {
     let t = h3();
-    let n = out.len();
-    let mut st = [0u32; BLOCK];
-    let st = &mut st[..n];
     let r = nbits % 3;
+    let (full, first) = if dec {
+        (t.full_dec.as_slice(), t.first_dec[r as usize].as_slice())
+    } else {
+        (t.full_enc.as_slice(), t.first_enc[r as usize].as_slice())
+    };
+    assert!(full.len() >= 48 << 9);
+    assert!(r == 0 || first.len() == 1 << (3 * r));
     let mut shift = nbits;
     if r != 0 {
         shift -= r;
-        let tab = &t.first_enc[r as usize];
-        let m = (1u64 << r) - 1;
-        for k in 0..n {
-            let idx = (((x[k] >> shift) & m) << (2 * r))
-                | (((y[k] >> shift) & m) << r)
-                | ((z[k] >> shift) & m);
-            let e = tab[idx as usize];
-            out[k] = (e >> SB) as u64;
-            st[k] = e & SM;
+        let mask = (1u64 << (3 * r)) - 1;
+        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
+            let idx = (mk.shr(3 * shift).to_u64() & mask) as usize;
+            // SAFETY: idx < 2^(3r) = first.len() (asserted above).
+            let e = unsafe { *first.get_unchecked(idx) };
+            *o = V::from_u64((e >> SB) as u64);
+            *s = e & SM;
         }
     } else {
-        out.fill(0);
+        out.fill(V::default());
+        st.fill(0);
     }
-    let tab = t.full_enc.as_slice();
-    assert!(tab.len() >= 48 << 9);
     while shift > 0 {
         shift -= 3;
-        for k in 0..n {
-            let idx = ((st[k] as u64) << 9)
-                | (((x[k] >> shift) & 7) << 6)
-                | (((y[k] >> shift) & 7) << 3)
-                | ((z[k] >> shift) & 7);
-            // SAFETY: states are < 48 (the table's reachable set) and the input is 9 bits,
-            // so idx < 48 * 512 <= tab.len() (asserted above).
-            let e = unsafe { *tab.get_unchecked(idx as usize) };
-            out[k] = (out[k] << 9) | (e >> SB) as u64;
-            st[k] = e & SM;
+        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
+            let idx = (*s << 9) | (mk.shr(3 * shift).to_u64() & 511) as u32;
+            // SAFETY: states are < 48 (the table's reachable set) and the input is 9
+            // bits, so idx < 48 * 512 <= full.len() (asserted above).
+            let e = unsafe { *full.get_unchecked(idx as usize) };
+            *o = o.shl(9).or(V::from_u64((e >> SB) as u64));
+            *s = e & SM;
         }
     }
 }
 
-/// Inverse of [`h3_encode_block`].
+/// 3-D Hilbert indices of one chunk, in level-major blocks (each level one gather loop).
 #[inline(always)]
-fn h3_decode_block(h: &[u64], x: &mut [u64], y: &mut [u64], z: &mut [u64], nbits: u32) {
-    let t = h3();
-    let n = h.len();
+fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32) -> U {
+    let mut acc = U::default();
+    let mut mb = [O::default(); BLOCK];
     let mut st = [0u32; BLOCK];
-    let st = &mut st[..n];
-    let r = nbits % 3;
-    let mut shift = nbits;
-    if r != 0 {
-        shift -= r;
-        let tab = &t.first_dec[r as usize];
-        let m = (1u64 << r) - 1;
-        let mi = (1u64 << (3 * r)) - 1;
-        for k in 0..n {
-            let e = tab[((h[k] >> (3 * shift)) & mi) as usize];
-            let c = (e >> SB) as u64;
-            x[k] = (c >> (2 * r)) & m;
-            y[k] = (c >> r) & m;
-            z[k] = c & m;
-            st[k] = e & SM;
-        }
-    } else {
-        x.fill(0);
-        y.fill(0);
-        z.fill(0);
+    for (bi, ob) in out.chunks_mut(BLOCK).enumerate() {
+        let n = ob.len();
+        let r0 = bi * BLOCK;
+        let m = &mut mb[..n];
+        let part = match src {
+            Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
+            Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
+        };
+        acc = acc.or(map3(part, m, M3E(2, 1, 0)));
+        h3_walk(false, nbits, m, ob, &mut st[..n]);
     }
-    let tab = t.full_dec.as_slice();
-    assert!(tab.len() >= 48 << 9);
-    while shift > 0 {
-        shift -= 3;
-        for k in 0..n {
-            let idx = ((st[k] as u64) << 9) | ((h[k] >> (3 * shift)) & 511);
-            // SAFETY: as in h3_encode_block.
-            let e = unsafe { *tab.get_unchecked(idx as usize) };
-            let c = (e >> SB) as u64;
-            x[k] = (x[k] << 3) | ((c >> 6) & 7);
-            y[k] = (y[k] << 3) | ((c >> 3) & 7);
-            z[k] = (z[k] << 3) | (c & 7);
-            st[k] = e & SM;
+    acc
+}
+
+/// Coordinates of one chunk of 3-D Hilbert indices (inverse of [`h3_encode`]), computed in
+/// lanes of `L`.
+#[inline(always)]
+fn h3_decode<U: Word, O: Word, L: Word>(codes: &[U], dst: &mut Dst<'_, O>, nbits: u32) -> U {
+    let mut acc = U::default();
+    let mut cbuf = [L::default(); BLOCK];
+    let mut ab = [L::default(); BLOCK];
+    let mut st = [0u32; BLOCK];
+    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
+        let n = cb.len();
+        for (w, &c) in cbuf.iter_mut().zip(cb) {
+            acc = acc.or(c);
+            *w = cast(c);
+        }
+        let a = &mut ab[..n];
+        h3_walk(true, nbits, &cbuf[..n], a, &mut st[..n]);
+        put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
+    }
+    acc
+}
+
+/// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
+#[inline(always)]
+fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
+    let mut acc = U::default();
+    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
+        for &c in cb {
+            acc = acc.or(c);
+        }
+        put3(cb, bi * BLOCK, dst, f);
+    }
+    acc
+}
+
+/// Codes of one chunk; returns the OR of every input value. `#[inline(always)]` so each
+/// SIMD copy below compiles it anew.
+#[inline(always)]
+fn encode_chunk<U: Word, O: Word>(
+    curve: Curve,
+    d: usize,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> U {
+    match (curve, d) {
+        (Curve::Hilbert, 2) => map2(src, out, H2E(nbits)),
+        (Curve::Hilbert, _) => h3_encode(src, out, nbits),
+        (Curve::Morton { msb }, 2) => {
+            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
+            map2(src, out, M2E(s0, s1))
+        }
+        (Curve::Morton { msb }, _) => {
+            let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
+            map3(src, out, M3E(s0, 1, s2))
         }
     }
 }
 
-/// Codes of one block: `cols[i][k]` is coordinate `i` of row `k` (already masked to
-/// `nbits` bits). `#[inline(always)]` so each SIMD copy below compiles it anew.
+/// Coordinates of one chunk of codes; returns the OR of the codes.
 #[inline(always)]
-fn encode_block(curve: Curve, d: usize, nbits: u32, cols: &[[u64; BLOCK]; 3], out: &mut [u64]) {
-    let n = out.len();
-    let [x, y, z] = cols;
-    let (x, y, z) = (&x[..n], &y[..n], &z[..n]);
+fn decode_chunk<U: Word, O: Word>(
+    curve: Curve,
+    d: usize,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
     match (curve, d) {
-        (Curve::Hilbert, 2) if nbits <= 16 => {
-            for k in 0..n {
-                out[k] = h2_encode32(x[k] as u32, y[k] as u32, nbits) as u64;
-            }
-        }
-        (Curve::Hilbert, 2) => {
-            for k in 0..n {
-                out[k] = h2_encode64(x[k], y[k], nbits);
-            }
-        }
-        (Curve::Hilbert, _) => h3_encode_block(x, y, z, out, nbits),
+        (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
+        // 3-D decoding computes in the narrowest lanes that hold the code.
+        (Curve::Hilbert, _) if nbits <= 5 => h3_decode::<U, O, u16>(codes, &mut dst, nbits),
+        (Curve::Hilbert, _) if nbits <= 10 => h3_decode::<U, O, u32>(codes, &mut dst, nbits),
+        (Curve::Hilbert, _) => h3_decode::<U, O, u64>(codes, &mut dst, nbits),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            for k in 0..n {
-                out[k] = (part1by1(x[k]) << s0) | (part1by1(y[k]) << s1);
-            }
+            put2(codes, &mut dst, M2D(s0, s1))
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            for k in 0..n {
-                out[k] = (part1by2(x[k]) << s0) | (part1by2(y[k]) << 1) | (part1by2(z[k]) << s2);
-            }
-        }
-    }
-}
-
-/// Coordinates of one block of codes (`codes` already checked to fit).
-#[inline(always)]
-fn decode_block(curve: Curve, d: usize, nbits: u32, codes: &[u64], cols: &mut [[u64; BLOCK]; 3]) {
-    let n = codes.len();
-    let [x, y, z] = cols;
-    let (x, y, z) = (&mut x[..n], &mut y[..n], &mut z[..n]);
-    match (curve, d) {
-        (Curve::Hilbert, 2) if nbits <= 16 => {
-            for k in 0..n {
-                let (a, b) = h2_decode32(codes[k] as u32, nbits);
-                x[k] = a as u64;
-                y[k] = b as u64;
-            }
-        }
-        (Curve::Hilbert, 2) => {
-            for k in 0..n {
-                let (a, b) = h2_decode64(codes[k], nbits);
-                x[k] = a;
-                y[k] = b;
-            }
-        }
-        (Curve::Hilbert, _) => h3_decode_block(codes, x, y, z, nbits),
-        (Curve::Morton { msb }, 2) => {
-            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            for k in 0..n {
-                x[k] = compact1by1(codes[k] >> s0);
-                y[k] = compact1by1(codes[k] >> s1);
-            }
-        }
-        (Curve::Morton { msb }, _) => {
-            let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            for k in 0..n {
-                x[k] = compact1by2(codes[k] >> s0);
-                y[k] = compact1by2(codes[k] >> 1);
-                z[k] = compact1by2(codes[k] >> s2);
+            if nbits <= 5 {
+                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData))
+            } else if nbits <= 10 {
+                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData))
+            } else {
+                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData))
             }
         }
     }
@@ -447,23 +739,23 @@ fn decode_block(curve: Curve, d: usize, nbits: u32, codes: &[u64], cols: &mut [[
 
 macro_rules! multiversion {
     ($name:ident, $body:ident, ($($arg:ident : $ty:ty),*)) => {
-        fn $name(k: Kernel, $($arg: $ty),*) {
+        fn $name<U: Word, O: Word>(k: Kernel, $($arg: $ty),*) -> U {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi2")]
-                unsafe fn avx512($($arg: $ty),*) {
+                unsafe fn avx512<U: Word, O: Word>($($arg: $ty),*) -> U {
                     $body($($arg),*)
                 }
                 #[target_feature(enable = "avx2,bmi2")]
-                unsafe fn avx2($($arg: $ty),*) {
+                unsafe fn avx2<U: Word, O: Word>($($arg: $ty),*) -> U {
                     $body($($arg),*)
                 }
                 match k {
                     // SAFETY: `kernel()` picks a level only when the CPU supports it, and
                     // tests cap it through ORDCORE_SFC_KERNEL, never raise it.
-                    Kernel::Avx512 => return unsafe { avx512($($arg),*) },
+                    Kernel::Avx512 => return unsafe { avx512::<U, O>($($arg),*) },
                     // SAFETY: as above.
-                    Kernel::Avx2 => return unsafe { avx2($($arg),*) },
+                    Kernel::Avx2 => return unsafe { avx2::<U, O>($($arg),*) },
                     Kernel::Portable => {}
                 }
             }
@@ -473,10 +765,10 @@ macro_rules! multiversion {
     };
 }
 
-multiversion!(encode_block_k, encode_block,
-    (curve: Curve, d: usize, nbits: u32, cols: &[[u64; BLOCK]; 3], out: &mut [u64]));
-multiversion!(decode_block_k, decode_block,
-    (curve: Curve, d: usize, nbits: u32, codes: &[u64], cols: &mut [[u64; BLOCK]; 3]));
+multiversion!(encode_chunk_k, encode_chunk,
+    (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O]));
+multiversion!(decode_chunk_k, decode_chunk,
+    (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>));
 
 // --- drivers ------------------------------------------------------------------------------
 
@@ -516,27 +808,13 @@ fn at<T: Coord>(c: Coords<'_, T>, d: usize, r: usize, i: usize) -> u64 {
     }
 }
 
-/// Codes of `n` points in `D = 2` or `3` dimensions, written as `O` (which must hold
-/// `D * nbits` bits). Fails like [`super::hilbert::encode`] (the first bad row is named),
-/// when `O` is too narrow, when columns differ in length, or on an interrupt.
-pub fn encode<T: Coord, O: Word>(
+/// Checks an encoding call's arguments (dimension, width, output type, equal column
+/// lengths, memory for `n` codes of type `O`) and returns `(n, nbits)`.
+pub fn plan_encode<T: Coord, O: Word>(
     coords: Coords<'_, T>,
     d: usize,
     nbits: i64,
-    curve: Curve,
-) -> Result<Vec<O>> {
-    encode_with(kernel(), coords, d, nbits, curve)
-}
-
-/// [`encode`] on an explicit kernel (must be one the CPU runs: at most [`kernel`]'s).
-pub fn encode_with<T: Coord, O: Word>(
-    k: Kernel,
-    coords: Coords<'_, T>,
-    d: usize,
-    nbits: i64,
-    curve: Curve,
-) -> Result<Vec<O>> {
-    let k = k.min(kernel());
+) -> Result<(usize, u32)> {
     check_dim(d)?;
     let nbits = check_width(d, nbits)?;
     check_out::<O>(d, nbits, "codes")?;
@@ -564,42 +842,90 @@ pub fn encode_with<T: Coord, O: Word>(
         }
     };
     crate::memory::ensure_array::<O>("coords", n as u128)?;
-    let limit = low_mask(nbits);
+    Ok((n, nbits))
+}
+
+/// Whether a signed input holds a negative value the kernels' range check cannot see (it
+/// sees the unsigned reading, which a negative value passes when the type has at most
+/// `bits` bits).
+fn hidden_negative<T: Coord>(s: &[T], bits: u32) -> bool {
+    T::SIGNED
+        && 8 * std::mem::size_of::<T>() as u32 <= bits
+        && s.iter().any(|v| v.to_u64() >> 63 != 0)
+}
+
+/// Codes of `n` points in `D = 2` or `3` dimensions, written as `O` (which must hold
+/// `D * nbits` bits). Fails like [`super::hilbert::encode`] (the first bad row is named),
+/// when `O` is too narrow, when columns differ in length, or on an interrupt.
+pub fn encode<T: Coord, O: Word>(
+    coords: Coords<'_, T>,
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+) -> Result<Vec<O>> {
+    encode_with(kernel(), coords, d, nbits, curve)
+}
+
+/// [`encode`] on an explicit kernel (must be one the CPU runs: at most [`kernel`]'s).
+pub fn encode_with<T: Coord, O: Word>(
+    k: Kernel,
+    coords: Coords<'_, T>,
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+) -> Result<Vec<O>> {
+    let (n, _) = plan_encode::<T, O>(coords, d, nbits)?;
     let mut out = vec![O::default(); n];
+    encode_into(k, coords, d, nbits, curve, &mut out, false)?;
+    Ok(out)
+}
+
+/// [`encode_with`] writing into `out` (length `n`). `serial`: run on the calling thread
+/// only (else on rayon from [`crate::PARALLEL_THRESHOLD`] points). On error `out` holds
+/// partial results the caller must discard.
+pub fn encode_into<T: Coord, O: Word>(
+    k: Kernel,
+    coords: Coords<'_, T>,
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+    out: &mut [O],
+    serial: bool,
+) -> Result<()> {
+    let k = k.min(kernel());
+    let (n, nbits) = plan_encode::<T, O>(coords, d, nbits)?;
+    if out.len() != n {
+        return Err(Error::invalid(
+            "out",
+            format!("has {} slots for {n} codes", out.len()),
+        ));
+    }
+    let limit = low_mask(nbits);
+    let empty: &[T::Unsigned] = &[];
+    let src = match coords {
+        Coords::Rows(s) => Src::Rows(as_unsigned(&s[..n * d])),
+        Coords::Columns(cs) => Src::Cols([
+            as_unsigned(cs[0]),
+            as_unsigned(cs[1]),
+            if d == 3 { as_unsigned(cs[2]) } else { empty },
+        ]),
+    };
     let work = |(ci, o): (usize, &mut [O])| -> Result<bool> {
         crate::interrupt::check()?;
-        let mut cols = [[0u64; BLOCK]; 3];
-        let mut codes = [0u64; BLOCK];
-        let mut acc = 0u64;
-        for (bi, ob) in o.chunks_mut(BLOCK).enumerate() {
-            let r0 = ci * CHUNK + bi * BLOCK;
-            let m = ob.len();
-            for (i, col) in cols.iter_mut().enumerate().take(d) {
-                match coords {
-                    Coords::Rows(s) => {
-                        for (k, v) in col[..m].iter_mut().enumerate() {
-                            let x = s[(r0 + k) * d + i].to_u64();
-                            acc |= x;
-                            *v = x & limit;
-                        }
-                    }
-                    Coords::Columns(cs) => {
-                        for (v, x) in col[..m].iter_mut().zip(&cs[i][r0..r0 + m]) {
-                            let x = x.to_u64();
-                            acc |= x;
-                            *v = x & limit;
-                        }
-                    }
-                }
-            }
-            encode_block_k(k, curve, d, nbits, &cols, &mut codes[..m]);
-            for (slot, &c) in ob.iter_mut().zip(&codes[..m]) {
-                *slot = O::from_u64(c);
-            }
-        }
-        Ok(acc & !limit != 0)
+        let r0 = ci * CHUNK;
+        let m = o.len();
+        let part = match src {
+            Src::Rows(s) => Src::Rows(&s[r0 * d..(r0 + m) * d]),
+            Src::Cols([x, y, z]) => Src::Cols([
+                &x[r0..r0 + m],
+                &y[r0..r0 + m],
+                if d == 3 { &z[r0..r0 + m] } else { empty },
+            ]),
+        };
+        let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o);
+        Ok(acc.to_u64() & !limit != 0)
     };
-    let bad = if n >= crate::PARALLEL_THRESHOLD {
+    let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
         out.par_chunks_mut(CHUNK)
             .enumerate()
             .map(work)
@@ -610,6 +936,12 @@ pub fn encode_with<T: Coord, O: Word>(
             .map(work)
             .try_fold(false, |a, b| b.map(|b| a | b))?
     };
+    if !bad {
+        bad = match coords {
+            Coords::Rows(s) => hidden_negative(s, nbits),
+            Coords::Columns(cs) => cs.iter().any(|c| hidden_negative(c, nbits)),
+        };
+    }
     if bad {
         let row = (0..n)
             .find(|&r| (0..d).any(|i| at(coords, d, r, i) & !limit != 0))
@@ -633,7 +965,17 @@ pub fn encode_with<T: Coord, O: Word>(
             ),
         ));
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Checks a decoding call's arguments (dimension, width, output type, memory for `n * D`
+/// coordinates of type `O`) and returns `nbits`.
+pub fn plan_decode<O: Word>(n: usize, d: usize, nbits: i64, arg: &'static str) -> Result<u32> {
+    check_dim(d)?;
+    let nbits = check_width(d, nbits)?;
+    check_out::<O>(1, nbits, "coordinates")?;
+    crate::memory::ensure_array::<O>(arg, n as u128 * d as u128)?;
+    Ok(nbits)
 }
 
 /// Coordinates of `codes` in `D = 2` or `3` dimensions, written as `O` (which must hold
@@ -660,65 +1002,82 @@ pub fn decode_with<T: Coord, O: Word>(
     columns: bool,
     arg: &'static str,
 ) -> Result<Vec<O>> {
-    let k = k.min(kernel());
-    check_dim(d)?;
-    let nbits = check_width(d, nbits)?;
-    check_out::<O>(1, nbits, "coordinates")?;
     let n = codes.len();
-    crate::memory::ensure_array::<O>(arg, n as u128 * d as u128)?;
+    plan_decode::<O>(n, d, nbits, arg)?;
+    let mut out = vec![O::default(); n * d];
+    let dest = if columns {
+        Dest::Columns(if n == 0 {
+            Vec::new()
+        } else {
+            out.chunks_mut(n).collect()
+        })
+    } else {
+        Dest::Rows(&mut out)
+    };
+    decode_into(k, codes, d, nbits, curve, dest, arg, false)?;
+    Ok(out)
+}
+
+/// [`decode_with`] writing into `dest` (`n * D` values, or `D` columns of `n`; with
+/// `n = 0` any empty destination); `serial` as in [`encode_into`]. On error `dest` holds
+/// partial results the caller must discard.
+#[allow(clippy::too_many_arguments)]
+pub fn decode_into<T: Coord, O: Word>(
+    k: Kernel,
+    codes: &[T],
+    d: usize,
+    nbits: i64,
+    curve: Curve,
+    dest: Dest<'_, O>,
+    arg: &'static str,
+    serial: bool,
+) -> Result<()> {
+    let k = k.min(kernel());
+    let n = codes.len();
+    let nbits = plan_decode::<O>(n, d, nbits, arg)?;
     let total = d as u32 * nbits;
     let limit = low_mask(total);
-    let mut out = vec![O::default(); n * d];
     // Per chunk of rows: one interleaved slice (rows), or one slice per column.
-    let pieces: Vec<Vec<&mut [O]>> = if columns && n > 0 {
-        let mut per_col: Vec<std::slice::ChunksMut<'_, O>> =
-            out.chunks_mut(n).map(|c| c.chunks_mut(CHUNK)).collect();
-        (0..n.div_ceil(CHUNK))
-            .map(|_| {
-                per_col
-                    .iter_mut()
-                    .map(|it| it.next().unwrap_or_default())
-                    .collect()
-            })
-            .collect()
-    } else {
-        out.chunks_mut(CHUNK * d).map(|c| vec![c]).collect()
-    };
-    let work = |(ci, mut o): (usize, Vec<&mut [O]>)| -> Result<bool> {
-        crate::interrupt::check()?;
-        let mut cols = [[0u64; BLOCK]; 3];
-        let mut buf = [0u64; BLOCK];
-        let mut acc = 0u64;
-        let r_start = ci * CHUNK;
-        let rows = (n - r_start).min(CHUNK);
-        let chunk_codes = &codes[r_start..r_start + rows];
-        for (bi, cb) in chunk_codes.chunks(BLOCK).enumerate() {
-            let m = cb.len();
-            for (v, c) in buf[..m].iter_mut().zip(cb) {
-                let c = c.to_u64();
-                acc |= c;
-                *v = c & limit;
+    let pieces: Vec<Dst<'_, O>> = match dest {
+        Dest::Rows(o) => {
+            if o.len() != n * d {
+                return Err(Error::invalid("out", "has the wrong length"));
             }
-            decode_block_k(k, curve, d, nbits, &buf[..m], &mut cols);
-            let r0 = bi * BLOCK;
-            if o.len() == 1 {
-                let o = &mut o[0];
-                for (i, col) in cols.iter().enumerate().take(d) {
-                    for (kk, &v) in col[..m].iter().enumerate() {
-                        o[(r0 + kk) * d + i] = O::from_u64(v);
-                    }
-                }
+            o.chunks_mut(CHUNK * d).map(Dst::Rows).collect()
+        }
+        Dest::Columns(cols) => {
+            if n == 0 {
+                Vec::new()
             } else {
-                for (oc, col) in o.iter_mut().zip(&cols) {
-                    for (slot, &v) in oc[r0..r0 + m].iter_mut().zip(&col[..m]) {
-                        *slot = O::from_u64(v);
-                    }
+                if cols.len() != d || cols.iter().any(|c| c.len() != n) {
+                    return Err(Error::invalid("out", "has the wrong shape"));
                 }
+                let mut it: Vec<std::slice::ChunksMut<'_, O>> =
+                    cols.into_iter().map(|c| c.chunks_mut(CHUNK)).collect();
+                (0..n.div_ceil(CHUNK))
+                    .map(|_| {
+                        let x = it[0].next().unwrap_or_default();
+                        let y = it[1].next().unwrap_or_default();
+                        let z = if d == 3 {
+                            it[2].next().unwrap_or_default()
+                        } else {
+                            &mut [][..]
+                        };
+                        Dst::Cols([x, y, z])
+                    })
+                    .collect()
             }
         }
-        Ok(acc & !limit != 0)
     };
-    let bad = if n >= crate::PARALLEL_THRESHOLD {
+    let ucodes = as_unsigned(codes);
+    let work = |(ci, o): (usize, Dst<'_, O>)| -> Result<bool> {
+        crate::interrupt::check()?;
+        let r0 = ci * CHUNK;
+        let rows = (n - r0).min(CHUNK);
+        let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, &ucodes[r0..r0 + rows], o);
+        Ok(acc.to_u64() & !limit != 0)
+    };
+    let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
         pieces
             .into_par_iter()
             .enumerate()
@@ -731,6 +1090,9 @@ pub fn decode_with<T: Coord, O: Word>(
             .map(work)
             .try_fold(false, |a, b| b.map(|b| a | b))?
     };
+    if !bad {
+        bad = hidden_negative(codes, total);
+    }
     if bad {
         let row = codes
             .iter()
@@ -745,11 +1107,12 @@ pub fn decode_with<T: Coord, O: Word>(
             ),
         ));
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::morton::{compact1by1, compact1by2, part1by1, part1by2};
     use super::super::{hilbert, morton};
     use super::*;
 
@@ -759,58 +1122,173 @@ mod tests {
             .collect()
     }
 
+    fn conv<T: TryFrom<u64>>(v: &[u64]) -> Option<Vec<T>> {
+        v.iter().map(|&x| T::try_from(x).ok()).collect()
+    }
+
+    /// Every (input type, output type) pair of one case, rows and columns, encode and
+    /// decode, against the reference codes `want` of points `p` (row-major `(n, d)`).
+    fn check_pair<T: Coord + TryFrom<u64>, O: Word>(
+        k: Kernel,
+        c: Curve,
+        d: usize,
+        nbits: u32,
+        p: &[u64],
+        want: &[u64],
+    ) {
+        if O::BITS < d as u32 * nbits {
+            return;
+        }
+        let Some(pt) = conv::<T>(p) else {
+            return;
+        };
+        let n = want.len();
+        let cols: Vec<Vec<T>> = (0..d)
+            .map(|i| pt.iter().skip(i).step_by(d).copied().collect())
+            .collect();
+        let col_refs: Vec<&[T]> = cols.iter().map(|c| c.as_slice()).collect();
+        let tag = format!(
+            "{k:?} {c:?} d={d} nbits={nbits} in={} out={}",
+            std::any::type_name::<T>(),
+            O::BITS
+        );
+        let got: Vec<O> = encode_with(k, Coords::Rows(&pt), d, nbits as i64, c).unwrap();
+        assert!(
+            got.iter().map(|v| v.to_u64()).eq(want.iter().copied()),
+            "{tag}"
+        );
+        let got: Vec<O> = encode_with(k, Coords::Columns(&col_refs), d, nbits as i64, c).unwrap();
+        assert!(
+            got.iter().map(|v| v.to_u64()).eq(want.iter().copied()),
+            "{tag} columns"
+        );
+        // Decode from codes of type T when they fit, and as O.
+        let codes: Vec<O> = want.iter().map(|&v| O::from_u64(v)).collect();
+        for cl in [false, true] {
+            let back: Vec<O> = decode_with(k, &codes, d, nbits as i64, c, cl, "code").unwrap();
+            let flat: Vec<u64> = if cl {
+                (0..n * d)
+                    .map(|j| back[(j % d) * n + j / d].to_u64())
+                    .collect()
+            } else {
+                back.iter().map(|v| v.to_u64()).collect()
+            };
+            assert_eq!(flat, p, "{tag} decode columns={cl}");
+        }
+        if let Some(ct) = conv::<T>(want) {
+            let back: Vec<O> = decode_with(k, &ct, d, nbits as i64, c, false, "code")
+                .unwrap_or_else(|e| panic!("{tag}: {e:?}"));
+            assert!(
+                back.iter().map(|v| v.to_u64()).eq(p.iter().copied()),
+                "{tag} decode from T"
+            );
+        }
+    }
+
+    fn check_all<T: Coord + TryFrom<u64>>(
+        k: Kernel,
+        c: Curve,
+        d: usize,
+        nbits: u32,
+        p: &[u64],
+        want: &[u64],
+    ) {
+        check_pair::<T, u8>(k, c, d, nbits, p, want);
+        check_pair::<T, u16>(k, c, d, nbits, p, want);
+        check_pair::<T, u32>(k, c, d, nbits, p, want);
+        check_pair::<T, u64>(k, c, d, nbits, p, want);
+    }
+
     #[test]
     fn every_kernel_matches_the_reference_loops() {
         let kernels = [Kernel::Portable, Kernel::Avx2, Kernel::Avx512];
         for d in [2usize, 3] {
             for nbits in 1..=(64 / d) as u32 {
-                let mut p = pts(nbits as u64, 700, d, nbits);
-                // Corners first: all zeros, all ones.
+                // 300 rows: a partial 256-row block of the 3-D kernels follows a full one.
+                let mut p = pts(nbits as u64, 300, d, nbits);
+                // Corners first: all zeros, all ones, one axis at its maximum.
                 for v in &mut p[..d] {
                     *v = 0;
                 }
                 for v in &mut p[d..2 * d] {
                     *v = low_mask(nbits);
                 }
+                p[2 * d] = low_mask(nbits);
+                p[4 * d - 1] = low_mask(nbits);
                 let want_h = hilbert::encode_generic(&p, d, nbits).unwrap();
-                let cols: Vec<Vec<u64>> = (0..d)
-                    .map(|i| p.iter().skip(i).step_by(d).copied().collect())
-                    .collect();
-                let col_refs: Vec<&[u64]> = cols.iter().map(|c| c.as_slice()).collect();
+                let mut curves = vec![(Curve::Hilbert, want_h)];
+                for msb in [false, true] {
+                    let order = if msb {
+                        morton::AxisOrder::Msb
+                    } else {
+                        morton::AxisOrder::Lsb
+                    };
+                    let want: Vec<u64> = p
+                        .chunks(d)
+                        .map(|r| morton::tests::naive(r, nbits, order))
+                        .collect();
+                    curves.push((Curve::Morton { msb }, want));
+                }
                 for k in kernels {
-                    let c = Curve::Hilbert;
-                    let got: Vec<u64> =
-                        encode_with(k, Coords::Rows(&p), d, nbits as i64, c).unwrap();
-                    assert_eq!(got, want_h, "{k:?} d={d} nbits={nbits}");
-                    let got2: Vec<u64> =
-                        encode_with(k, Coords::Columns(&col_refs), d, nbits as i64, c).unwrap();
-                    assert_eq!(got2, want_h);
-                    let back: Vec<u64> =
-                        decode_with(k, &want_h, d, nbits as i64, c, false, "index").unwrap();
-                    assert_eq!(back, p, "{k:?} decode d={d} nbits={nbits}");
-                    for msb in [false, true] {
-                        let order = if msb {
-                            morton::AxisOrder::Msb
-                        } else {
-                            morton::AxisOrder::Lsb
-                        };
-                        let want: Vec<u64> = p
-                            .chunks(d)
-                            .map(|r| morton::tests::naive(r, nbits, order))
-                            .collect();
-                        let c = Curve::Morton { msb };
-                        let got: Vec<u64> =
-                            encode_with(k, Coords::Rows(&p), d, nbits as i64, c).unwrap();
-                        assert_eq!(got, want);
-                        let back: Vec<u64> =
-                            decode_with(k, &want, d, nbits as i64, c, true, "code").unwrap();
-                        let flat: Vec<u64> =
-                            (0..p.len()).map(|j| back[(j % d) * 700 + j / d]).collect();
-                        assert_eq!(flat, p);
+                    for (c, want) in &curves {
+                        check_all::<u8>(k, *c, d, nbits, &p, want);
+                        check_all::<u16>(k, *c, d, nbits, &p, want);
+                        check_all::<u32>(k, *c, d, nbits, &p, want);
+                        check_all::<u64>(k, *c, d, nbits, &p, want);
+                        check_all::<i8>(k, *c, d, nbits, &p, want);
+                        check_all::<i64>(k, *c, d, nbits, &p, want);
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn lane_bit_operations_are_exact() {
+        // part/compact against the u64 reference on every value of the narrow lanes.
+        for v in 0..=u16::MAX as u64 {
+            let v8 = v & 0xFF;
+            assert_eq!((v8 as u8 & 0xF).part1() as u64, part1by1(v8 & 0xF));
+            assert_eq!((v8 as u8).compact1() as u64, compact1by1(v8));
+            assert_eq!((v8 as u8 & 3).part2() as u64, part1by2(v8 & 3));
+            assert_eq!(
+                (v8 as u8 & 0b1001).compact2() as u64,
+                compact1by2(v8 & 0b1001)
+            );
+            assert_eq!((v as u16 & 0xFF).part1() as u64, part1by1(v & 0xFF));
+            assert_eq!((v as u16).compact1() as u64, compact1by1(v));
+            assert_eq!((v as u16 & 0x1F).part2() as u64, part1by2(v & 0x1F));
+            assert_eq!(
+                (v as u16 & 0x7FFF).compact2() as u64,
+                compact1by2(v & 0x7FFF)
+            );
+            let w = crate::rng::counter_u64(1, 2, v);
+            assert_eq!((w as u32 & 0xFFFF).part1() as u64, part1by1(w & 0xFFFF));
+            assert_eq!((w as u32).compact1() as u64, compact1by1(w & 0xFFFF_FFFF));
+            assert_eq!((w as u32 & 0x3FF).part2() as u64, part1by2(w & 0x3FF));
+            assert_eq!(
+                (w as u32 & 0x3FFF_FFFF).compact2() as u64,
+                compact1by2(w & 0x3FFF_FFFF)
+            );
+            assert_eq!(w.part1(), part1by1(w));
+            assert_eq!(w.compact1(), compact1by1(w));
+            assert_eq!(w.part2(), part1by2(w));
+            assert_eq!((w >> 1).compact2(), compact1by2(w >> 1));
+        }
+    }
+
+    #[test]
+    fn signed_inputs_as_wide_as_nbits_reject_negatives() {
+        // i8 with nbits = 8: -1 reads as 255 unsigned, which the range check alone passes.
+        let p = [0i8, -1];
+        let e = encode::<i8, u16>(Coords::Rows(&p), 2, 8, Curve::Hilbert).err();
+        assert!(
+            format!("{e:?}").contains("row 0 (column 1) has value -1"),
+            "{e:?}"
+        );
+        let c = [-1i16];
+        let e = decode::<i16, u8>(&c, 2, 8, Curve::Morton { msb: false }, false, "code").err();
+        assert!(format!("{e:?}").contains("row 0 has value -1"), "{e:?}");
     }
 
     #[test]

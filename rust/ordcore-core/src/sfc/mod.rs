@@ -28,6 +28,10 @@ use crate::{Error, Result};
 /// reinterpreted as `u64` (two's complement), so a negative value looks huge and fails the
 /// same range check as a too-large one; [`Coord::describe`] prints the original value.
 pub trait Coord: Copy + Send + Sync + 'static {
+    /// The unsigned type of the same width (the fast kernels read signed input as it).
+    type Unsigned: fast::Word;
+    /// Whether the type is signed.
+    const SIGNED: bool;
     /// The value as `u64` (negative values wrap to large ones).
     fn to_u64(self) -> u64;
     /// The value as the user wrote it, for error messages.
@@ -35,8 +39,10 @@ pub trait Coord: Copy + Send + Sync + 'static {
 }
 
 macro_rules! impl_coord {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $u:ty, $signed:expr);*) => {$(
         impl Coord for $t {
+            type Unsigned = $u;
+            const SIGNED: bool = $signed;
             #[inline(always)]
             fn to_u64(self) -> u64 {
                 self as u64
@@ -47,7 +53,20 @@ macro_rules! impl_coord {
         }
     )*};
 }
-impl_coord!(u8, u16, u32, u64, i8, i16, i32, i64);
+impl_coord!(u8 => u8, false; u16 => u16, false; u32 => u32, false; u64 => u64, false;
+    i8 => u8, true; i16 => u16, true; i32 => u32, true; i64 => u64, true);
+
+/// `s` read as its unsigned type of the same width (two's complement bits).
+pub(crate) fn as_unsigned<T: Coord>(s: &[T]) -> &[T::Unsigned] {
+    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<T::Unsigned>());
+    assert_eq!(
+        std::mem::align_of::<T>(),
+        std::mem::align_of::<T::Unsigned>()
+    );
+    // SAFETY: `T` and `T::Unsigned` are primitive integers of the same size and alignment
+    // (asserted above, fixed by `impl_coord!`), and every bit pattern is valid for both.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast(), s.len()) }
+}
 
 /// Number of rows one work item handles (serial or as one rayon task).
 const CHUNK: usize = 4096;
