@@ -21,6 +21,8 @@ __all__ = [
     "num_threads_arg",
     "float_matrix_arg",
     "id_array_arg",
+    "lookup_ids_arg",
+    "filter_arg",
 ]
 
 INT64_MIN = -(2**63)
@@ -182,3 +184,36 @@ def id_array_arg(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.in
             "(-1 marks padding in search results)"
         )
     return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def lookup_ids_arg(ids: Any, arg: str) -> npt.NDArray[np.int64]:
+    """Ids to look up (``get``, a filter's allow-list) as a 1-D int64 array (integer dtypes only; an empty sequence of any dtype is
+    fine); values beyond int64 become -1, which no index holds, so the
+    lookup reports them as unknown."""
+    a = np.asarray(ids)
+    if a.ndim != 1:
+        raise InvalidArgumentError(f"{arg}: must be a 1-D array of ids, got shape {a.shape}")
+    if a.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if a.dtype == np.bool_ or a.dtype.kind not in "iu":
+        raise DTypeError(f"{arg}: ids must be integers, got dtype {a.dtype}")
+    if a.dtype.kind == "u" and a.dtype.itemsize == 8:
+        big = a > np.iinfo(np.int64).max
+        if big.any():
+            a = np.where(big, -1, a.astype(np.int64))
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def filter_arg(
+    filter: Any,
+) -> tuple[npt.NDArray[np.int64] | None, npt.NDArray[np.bool_] | None]:
+    """A search ``filter`` as ``(allow_list, None)`` (integer ids, see
+    :func:`lookup_ids_arg`) or ``(None, bitmap)`` (a 1-D bool array indexed by id value)."""
+    f = np.asarray(filter)
+    if f.ndim != 1:
+        raise InvalidArgumentError(
+            f"filter: must be a 1-D allow-list of ids or a 1-D bool bitmap, got shape {f.shape}"
+        )
+    if f.dtype == np.bool_:
+        return None, np.ascontiguousarray(f)
+    return lookup_ids_arg(f, "filter"), None

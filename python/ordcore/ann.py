@@ -56,6 +56,8 @@ import numpy.typing as npt
 from ordcore import _core
 from ordcore import gpu as _gpu
 from ordcore._args import (
+    filter_arg,
+    lookup_ids_arg,
     float_matrix_arg,
     id_array_arg,
     UINT64_MAX,
@@ -732,23 +734,6 @@ def _parse_meta(text: str, path: str | os.PathLike[str]) -> dict[str, Any]:
     return meta
 
 
-def _id_array(ids: Any, arg: str) -> npt.NDArray[np.int64]:
-    """``ids`` as a 1-D int64 array (integer dtypes only; an empty sequence of any dtype is
-    fine); values beyond int64 become -1, which no index holds."""
-    a = np.asarray(ids)
-    if a.ndim != 1:
-        raise InvalidArgumentError(f"{arg}: must be a 1-D array of ids, got shape {a.shape}")
-    if a.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if a.dtype == np.bool_ or a.dtype.kind not in "iu":
-        raise DTypeError(f"{arg}: ids must be integers, got dtype {a.dtype}")
-    if a.dtype.kind == "u" and a.dtype.itemsize == 8:
-        big = a > np.iinfo(np.int64).max
-        if big.any():
-            a = np.where(big, -1, a.astype(np.int64))
-    return np.ascontiguousarray(a, dtype=np.int64)
-
-
 class MemoryUsage(TypedDict):
     """Bytes held by an index (see :meth:`BQGraphIndex.memory_usage`)."""
 
@@ -1265,16 +1250,7 @@ class BQGraphIndex:
         ids: npt.NDArray[np.int64] | None = None
         bitmap: npt.NDArray[np.bool_] | None = None
         if filter is not None:
-            f = np.asarray(filter)
-            if f.ndim != 1:
-                raise InvalidArgumentError(
-                    f"filter: must be a 1-D allow-list of ids or a 1-D bool bitmap, got shape "
-                    f"{f.shape}"
-                )
-            if f.dtype == np.bool_:
-                bitmap = np.ascontiguousarray(f)
-            else:
-                ids = _id_array(f, "filter")
+            ids, bitmap = filter_arg(filter)
         return self._inner.search(
             q, k, ef_search, bool(rerank), rerank_k, num_threads_arg(num_threads), ids, bitmap
         )
@@ -1305,7 +1281,7 @@ class BQGraphIndex:
         InvalidArgumentError, DTypeError
             ``ids`` not 1-D, or not integers.
         """
-        return self._inner.get(_id_array(ids, "ids"))
+        return self._inner.get(lookup_ids_arg(ids, "ids"))
 
     # -- introspection and persistence ----------------------------------------------
     def memory_usage(self) -> MemoryUsage:

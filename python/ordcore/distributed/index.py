@@ -16,13 +16,12 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ordcore._args import float_matrix_arg, id_array_arg
+from ordcore._args import filter_arg, float_matrix_arg, id_array_arg
 from ordcore.ann import BQGraphIndex
 from ordcore.distributed._ray import get, require_cluster
 from ordcore.distributed._shard import ID_HASH, Shard, shard_of
 from ordcore.errors import (
     ClusterError,
-    DTypeError,
     IndexFormatError,
     InvalidArgumentError,
     ShardTimeoutError,
@@ -762,26 +761,11 @@ class ShardedIndex:
         shards = range(self._num_shards)
         if flt is None:
             return dict.fromkeys(shards)
-        import inspect
-
-        if "filter" not in inspect.signature(BQGraphIndex.search).parameters:
-            raise InvalidArgumentError(
-                "filter: this ordcore's BQGraphIndex.search has no filter; upgrade ordcore"
-            )
-        f = np.asarray(flt)
-        if f.ndim != 1:
-            raise InvalidArgumentError(
-                f"filter: must be a 1-D bool bitmap or a 1-D integer allow-list, got shape "
-                f"{f.shape}"
-            )
-        if f.dtype == np.bool_:
-            ref = require_cluster().put(np.ascontiguousarray(f))
+        allow, bitmap = filter_arg(flt)
+        if bitmap is not None:
+            ref = require_cluster().put(bitmap)
             return dict.fromkeys(shards, ref)
-        if f.size and f.dtype.kind not in "iu":
-            raise DTypeError(
-                f"filter: must be a bool bitmap or integer ids, got dtype {f.dtype}"
-            )
-        allow = id_array_arg(f, None, "filter")
+        assert allow is not None
         owner = shard_of(allow, self._num_shards)
         return {int(s): np.ascontiguousarray(allow[owner == s]) for s in np.unique(owner)}
 
