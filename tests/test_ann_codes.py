@@ -151,7 +151,7 @@ def test_version_1_header_with_scalar_bits_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bits", [0, 3, 16, True, 2.0, "4", None])
 def test_bad_bits_is_one_clear_error(bits: object) -> None:
-    with pytest.raises(ordcore.InvalidArgumentError, match="bits: must be 1, 2, 4 or 8"):
+    with pytest.raises(ordcore.InvalidArgumentError, match="bits: must be 'auto', 1, 2, 4 or 8"):
         ann.BQGraphIndex(8, bits=bits)  # type: ignore[arg-type]
 
 

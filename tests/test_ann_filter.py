@@ -307,3 +307,48 @@ def test_choose_codes_extrapolates_a_sample_to_the_base(shared_data: Path) -> No
     assert (ext["bits"], ext["rotation"]) == (full["bits"], full["rotation"])
     assert ext["base"] == N and own["base"] == N // 10
     assert all(ext["estimates"][c] <= own["estimates"][c] + 1e-9 for c in own["estimates"])
+
+
+def _small_index() -> tuple[ann.BQGraphIndex, np.ndarray]:
+    x = np.random.default_rng(3).standard_normal((300, 8)).astype(np.float32)
+    idx = ann.BQGraphIndex(8, metric="l2", bits=2)
+    idx.add(x)
+    return idx, x
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_an_8_bit_integer_filter_is_refused_as_ambiguous(dtype: type) -> None:
+    # A 0/1 mask in uint8 read as an allow-list allowed only ids 0 and 1, silently.
+    idx, x = _small_index()
+    mask = (np.arange(300) % 2).astype(dtype)
+    with pytest.raises(DTypeError, match="filter: .*ambiguous.*bool"):
+        idx.search(x[:2], 5, filter=mask)
+    got, _ = idx.search(x[:2], 5, filter=mask.astype(bool))
+    assert (got % 2 == 1).all()
+
+
+def test_unknown_ids_are_named_once_and_as_given() -> None:
+    idx, _ = _small_index()
+    with pytest.raises(UnknownIdError, match=r"ids are not in the index .*: 1000, 1001$"):
+        idx.get([1000, 1000, 1000, 1001, 5])
+    with pytest.raises(UnknownIdError, match=r"id 9223372036854775808 is not in the index"):
+        idx.get([2**63])
+    with pytest.raises(UnknownIdError, match=r"filter: id 18446744073709551615"):
+        idx.search(np.zeros((1, 8), np.float32), 3, filter=np.array([2**64 - 1], np.uint64))
+    with pytest.raises(UnknownIdError, match="-1"):
+        idx.get([-1])
+
+
+def test_choice_is_a_copy_and_messages_name_auto() -> None:
+    x = np.random.default_rng(4).standard_normal((1500, 16)).astype(np.float32)
+    idx = ann.BQGraphIndex(16, metric="l2")
+    assert "bits='auto'" in repr(idx) and "rotation='auto'" in repr(idx)
+    idx.add(x)
+    choice = idx.choice
+    assert choice is not None and choice["estimates"]
+    choice["estimates"].clear()
+    assert idx.choice is not None and idx.choice["estimates"]
+    with pytest.raises(InvalidArgumentError, match="X: has no rows"):
+        ann.choose_codes(np.zeros((0, 16), np.float32), metric="l2")
+    deep = ann.choose_codes(x, metric="l2", k=100)
+    assert "recall@100 at ef_search=100" in deep["reason"]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ordcore.errors import DTypeError, InvalidArgumentError
+from ordcore.errors import DTypeError, InvalidArgumentError, UnknownIdError
 
 __all__ = [
     "INT64_MIN",
@@ -187,9 +187,10 @@ def id_array_arg(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.in
 
 
 def lookup_ids_arg(ids: Any, arg: str) -> npt.NDArray[np.int64]:
-    """Ids to look up (``get``, a filter's allow-list) as a 1-D int64 array (integer dtypes only; an empty sequence of any dtype is
-    fine); values beyond int64 become -1, which no index holds, so the
-    lookup reports them as unknown."""
+    """Ids to look up (``get``, a filter's allow-list) as a 1-D int64 array (integer dtypes
+    only; an empty sequence of any dtype is fine). Negative ids are left for the lookup to
+    report as unknown; an id beyond int64, which no index can hold, is an
+    :class:`UnknownIdError` here."""
     a = np.asarray(ids)
     if a.ndim != 1:
         raise InvalidArgumentError(f"{arg}: must be a 1-D array of ids, got shape {a.shape}")
@@ -200,7 +201,10 @@ def lookup_ids_arg(ids: Any, arg: str) -> npt.NDArray[np.int64]:
     if a.dtype.kind == "u" and a.dtype.itemsize == 8:
         big = a > np.iinfo(np.int64).max
         if big.any():
-            a = np.where(big, -1, a.astype(np.int64))
+            raise UnknownIdError(
+                f"{arg}: id {int(a[big][0])} is not in the index (ids are int64, at most "
+                "2**63 - 1)"
+            )
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
@@ -208,7 +212,8 @@ def filter_arg(
     filter: Any,
 ) -> tuple[npt.NDArray[np.int64] | None, npt.NDArray[np.bool_] | None]:
     """A search ``filter`` as ``(allow_list, None)`` (integer ids, see
-    :func:`lookup_ids_arg`) or ``(None, bitmap)`` (a 1-D bool array indexed by id value)."""
+    :func:`lookup_ids_arg`; 8-bit integer arrays are refused as ambiguous) or
+    ``(None, bitmap)`` (a 1-D bool array indexed by id value)."""
     f = np.asarray(filter)
     if f.ndim != 1:
         raise InvalidArgumentError(
@@ -216,4 +221,10 @@ def filter_arg(
         )
     if f.dtype == np.bool_:
         return None, np.ascontiguousarray(f)
+    if f.dtype.kind in "iu" and f.dtype.itemsize == 1:
+        # A 0/1 mask read as ids would silently allow only ids 0 and 1.
+        raise DTypeError(
+            f"filter: an {f.dtype} array is ambiguous (a 0/1 mask or ids?): pass a bitmap as "
+            "a bool array (filter.astype(bool)), or ids as int32/int64"
+        )
     return lookup_ids_arg(f, "filter"), None

@@ -42,6 +42,7 @@ graphs and results; setting the environment variable ``ORDCORE_ANN_KERNEL`` to `
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import math
@@ -102,9 +103,11 @@ FITNESS_THRESHOLD = 0.3
 _FITNESS_MIN_ROWS = 1000
 _FITNESS_ADD_BUDGET = 2 * 10**9
 
-def _check_bits(bits: object) -> int:
+def _check_bits(bits: object, other: str) -> int:
+    """``bits`` as one of the code widths; ``other`` names the non-width value the caller
+    also accepts (checked before), for the message."""
     if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in _WIDTHS:
-        raise InvalidArgumentError(f"bits: must be 1, 2, 4 or 8, got {bits!r}")
+        raise InvalidArgumentError(f"bits: must be {other}, 1, 2, 4 or 8, got {bits!r}")
     return int(bits)
 
 
@@ -417,7 +420,7 @@ def bq_fitness(
     """
     _check_metric(metric)
     if bits is not None:
-        _check_bits(bits)
+        _check_bits(bits, "None")
     sample = _positive_int(sample, "sample")
     k = _positive_int(k, "k")
     seed = int_arg("seed", seed, 0, UINT64_MAX)
@@ -641,6 +644,8 @@ def choose_codes(
     target = float(target)
     a = float_matrix_arg(X, "X")
     n = int(a.shape[0])
+    if n == 0:
+        raise InvalidArgumentError("X: has no rows; codes are chosen from at least one row")
     base = n if base_size is None else size_arg("base_size", base_size, 1)
     rots: tuple[str | None, ...] = (None, "hadamard") if rotation == "auto" else (rotation,)
     configs = [(b, r) for b in _WIDTHS for r in rots]
@@ -673,7 +678,7 @@ def choose_codes(
         ]
         reason = (
             f"{b} bits{' with rotation=hadamard' if r else ''}: the cheapest code whose "
-            f"estimated recall@{k} at ef_search=64 ({_fmt(e)}) reaches the target "
+            f"estimated recall@{k} at ef_search={max(_CHOICE_DEPTH, k)} ({_fmt(e)}) reaches the target "
             f"{target:g} ({where}"
             + (f"; cheaper codes: {', '.join(cheaper)}" if cheaper else "")
             + ")"
@@ -684,7 +689,8 @@ def choose_codes(
         e = best[0]
         reason = (
             f"8 bits{' with rotation=hadamard' if r else ''}: no code reaches the target "
-            f"{target:g} (best estimated recall@{k} at ef_search=64: {_fmt(e)}, {where}); "
+            f"{target:g} (best estimated recall@{k} at ef_search={max(_CHOICE_DEPTH, k)}: "
+            f"{_fmt(e)}, {where}); "
             "expect to need a wide ef_search"
         )
     return CodeChoice(
@@ -770,7 +776,11 @@ class BQGraphIndex:
         :func:`choose_codes` (the cheapest width whose estimated recall@10 at
         ``ef_search=64`` reaches :data:`CHOICE_TARGET`), recorded with its reason in
         :attr:`choice` and saved with the index; until then ``bits`` and (with
-        ``rotation="auto"``) ``rotation`` read ``"auto"``, later adds keep the choice.
+        ``rotation="auto"``) ``rotation`` read ``"auto"``. Later adds keep the choice, so
+        make the first add representative: a first add of fewer than 1,000 rows is too
+        small to estimate from and gets 8 bits for good, and data whose distribution shifts
+        after the first add is coded as the first add's data was (pass ``bits`` explicitly,
+        or call :func:`choose_codes` on a sample of the whole, when that is the case).
         2: sign-magnitude codes (the paper's); 1: sign codes with Hamming distance; both
         compare codes with codes. 4 and 8: scalar codes (per-vector ``lo + delta * c``,
         ``c`` in ``[0, 2**bits - 1]``, of the rotated vector when ``rotation="hadamard"``),
@@ -849,7 +859,7 @@ class BQGraphIndex:
         dim = int_arg("dim", dim, 1, _MAX_DIM)
         auto = isinstance(bits, str) and bits == "auto"
         if not auto:
-            bits = _check_bits(bits)
+            bits = _check_bits(bits, "'auto'")
         elif not isinstance(rotation, str) or rotation not in ("auto", "hadamard"):
             if rotation is not None:
                 raise InvalidArgumentError(
@@ -909,7 +919,7 @@ class BQGraphIndex:
         :func:`choose_codes`; saved in the index file); ``None`` with explicit ``bits`` and
         before that first ``add``."""
         choice = self._meta.get("choice")
-        return cast(CodeChoice, dict(choice)) if isinstance(choice, dict) else None
+        return cast(CodeChoice, copy.deepcopy(choice)) if isinstance(choice, dict) else None
 
     # -- parameters -----------------------------------------------------------------
     @property
@@ -985,7 +995,7 @@ class BQGraphIndex:
 
     def __repr__(self) -> str:
         return (
-            f"BQGraphIndex(dim={self.dim}, metric={self.metric!r}, bits={self.bits}, "
+            f"BQGraphIndex(dim={self.dim}, metric={self.metric!r}, bits={self.bits!r}, "
             f"R={self.R}, L_build={self.L_build}, alpha={self.alpha}, "
             f"rotation={self.rotation!r}, seed={self.seed}, len={len(self)})"
         )
@@ -1208,7 +1218,8 @@ class BQGraphIndex:
         Filtered search: ``filter`` restricts the results to allowed ids, given as
 
         * an **allow-list**: a 1-D integer array of ids (any order, repeats allowed); every
-          id must be in the index (else ``UnknownIdError``);
+          id must be in the index (else ``UnknownIdError``); 8-bit integer arrays are
+          refused (``DTypeError``), since a 0/1 mask read as ids would allow only 0 and 1;
         * a **bitmap indexed by id value** (faiss's ``IDSelectorBitmap``): a 1-D ``bool``
           array, ``filter[id]`` True allowing ``id``; ids ``>= len(filter)`` are not allowed.
 
@@ -1222,6 +1233,10 @@ class BQGraphIndex:
         ``rerank=False``). Measured recall@10 against exact filtered search, glosses 100k,
         2-bit codes, ``ef_search=64`` (``python benches/ann_choice.py glosses --n 100000
         --filter``): 50 % allowed 0.987, 20 % 0.995, 10 % 0.998, 5 % and fewer: exact scan.
+        These are random filters; a filter that excludes the region around the queries
+        (e.g. allowing only the rows least similar to them) leaves the beam fewer allowed
+        nodes nearby and needs a wider ``ef_search`` (0.81-0.85 at 64, 1.0 at 256 when the
+        30-60 % least similar rows of glosses 10k are allowed).
 
         Returns
         -------
@@ -1238,7 +1253,7 @@ class BQGraphIndex:
             NaN/inf or a zero query under cosine (naming the row), a ``filter`` that is not
             1-D.
         DTypeError
-            A ``filter`` that is neither integers nor bool.
+            A ``filter`` that is neither integers (wider than 8 bits) nor bool.
         UnknownIdError
             An allow-list id that is not in the index (or was removed).
         """

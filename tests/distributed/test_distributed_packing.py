@@ -226,6 +226,12 @@ def test_bad_input(fortunes: Any) -> None:
         pack_dataset(ds, 128, overlong="error", algorithm="lpfhp")
     with pytest.raises(ordcore.DTypeError, match="ray.data.Dataset"):
         pack_dataset([[1, 2]], 128)
+    # NumPy arrays returned by map_batches become a tensor column: the error says what to do.
+    tensors = ds.map_batches(
+        lambda b: {"input_ids": [np.arange(3) + 1 for _ in b["input_ids"]]}, batch_format="numpy"
+    )
+    with pytest.raises(ordcore.DTypeError, match=r"tensor column .*tolist\(\)"):
+        pack_dataset(tensors, 128)
 
 
 @pytest.mark.parametrize("scope", ["global", "block"])

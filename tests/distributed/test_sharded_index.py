@@ -476,6 +476,9 @@ def test_get_routes_ids_and_names_unknown_ones(tmp_path: Path) -> None:
             ix.get(np.array([ids[1], 3, ids[900], ids[2]]))
         with pytest.raises((TypeError, ordcore.InvalidArgumentError), match="ids"):
             ix.get(np.array([1.0, 2.0]))
+        # As the single index: a negative id is unknown (a KeyError), not a bad argument.
+        with pytest.raises(ordcore.UnknownIdError, match="-1"):
+            ix.get([-1])
 
 
 def test_filtered_search_splits_allow_lists_by_shard(tmp_path: Path, ray_cluster: Any) -> None:

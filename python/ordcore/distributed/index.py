@@ -4,6 +4,7 @@ driver (the scheme of faiss ``IndexShards``, Milvus, Qdrant, Weaviate, Vespa and
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ordcore._args import filter_arg, float_matrix_arg, id_array_arg
+from ordcore._args import filter_arg, float_matrix_arg, id_array_arg, lookup_ids_arg
 from ordcore.ann import BQGraphIndex
 from ordcore.distributed._ray import get, require_cluster
 from ordcore.distributed._shard import ID_HASH, Shard, shard_of
@@ -327,7 +328,7 @@ class ShardedIndex:
         """With ``bits="auto"``: the ``ordcore.ann.CodeChoice`` the driver made once for all
         shards (``ordcore.ann.choose_codes`` on a sample of the first non-empty add, with
         ``base_size`` its row count); ``None`` before it and when ``bits`` was explicit."""
-        return None if self._choice is None else dict(self._choice)
+        return None if self._choice is None else copy.deepcopy(self._choice)
 
     @property
     def bits(self) -> int | str:
@@ -793,7 +794,7 @@ class ShardedIndex:
         ordcore.ClusterError
             A shard is unavailable (named).
         """
-        id_arr = id_array_arg(ids, None)
+        id_arr = lookup_ids_arg(ids, "ids")
         out = np.empty((id_arr.size, self._dim), dtype=np.float32)
         if id_arr.size == 0:
             return out

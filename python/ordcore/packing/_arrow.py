@@ -103,9 +103,16 @@ def packed_columns(schema: pa.Schema, token_column: str) -> list[str]:
         )
     t = schema.field(token_column).type
     if not _is_list(t):
+        hint = ""
+        if "tensor" in type(t).__name__.lower():
+            # Ray Data stores the NumPy arrays a map_batches function returns this way.
+            hint = (
+                "; a tensor column comes from NumPy arrays returned by map_batches: return "
+                "lists of ids instead (e.g. [a.tolist() for a in arrays])"
+            )
         raise DTypeError(
             f"token_column {token_column!r}: must hold a list of integer token ids per row, "
-            f"got Arrow type {t}"
+            f"got Arrow type {t}{hint}"
         )
     out = [n for n in names if _is_list(schema.field(n).type)]
     clash = [n for n in out if n in _RESERVED]

@@ -334,19 +334,20 @@ impl BQGraphIndex {
     /// few ids that are not live.
     pub(super) fn nodes_of(&self, ids: &[i64], arg: &'static str) -> Result<Vec<u32>> {
         let mut nodes = Vec::with_capacity(ids.len());
+        // Distinct unknown ids, in the order first met (a repeated id is named once).
         let mut unknown = Vec::new();
-        let mut n_unknown = 0usize;
+        let mut seen = std::collections::HashSet::new();
         for &id in ids {
             match self.id_map.get(&id) {
                 Some(&node) => nodes.push(node),
                 None => {
-                    n_unknown += 1;
-                    if unknown.len() < 5 {
+                    if seen.insert(id) && unknown.len() < 5 {
                         unknown.push(id.to_string());
                     }
                 }
             }
         }
+        let n_unknown = seen.len();
         if n_unknown > 0 {
             let more = if n_unknown > unknown.len() {
                 format!(" and {} more", n_unknown - unknown.len())
