@@ -100,7 +100,13 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--sub", type=int, default=5000,
-                    help="points for the pure-Python peers (hilbertcurve, pymorton)")
+                    help="points for the pure-Python peers (hilbertcurve, pymorton); 0 skips them")
+    ap.add_argument("--curve", choices=("hilbert", "morton"), action="append",
+                    help="only this curve (repeatable; default both)")
+    ap.add_argument("--d", type=int, choices=(2, 3), action="append",
+                    help="only this dimension (repeatable; default both)")
+    ap.add_argument("--nbits", type=int, action="append",
+                    help="only this nbits (repeatable; default the sweep)")
     args = ap.parse_args()
     n = args.n
     hs, note = load_hilbertsfc()
@@ -113,9 +119,13 @@ def main() -> None:
             f"{'hilbertsfc':>10} | {'ord/hsfc':>8} {'(N,D)/hsfc':>10}  note")
     print(head)
     print("-" * len(head))
-    for curve in ("hilbert", "morton"):
+    for curve in args.curve or ("hilbert", "morton"):
         for d, widths in NBITS.items():
-            for nbits in widths:
+            if args.d and d not in args.d:
+                continue
+            for nbits in args.nbits or widths:
+                if nbits * d > 64:
+                    continue
                 ct = narrowest(nbits)
                 cols = tuple(rng.integers(0, 1 << nbits, n, dtype=np.uint64).astype(ct)
                              for _ in range(d))
@@ -169,7 +179,7 @@ def main() -> None:
                           f"{t['ordcore_rows']:>9.2f} {hstr} | {rstr}  {note_row}", flush=True)
     # Pure-Python peers, on a subsample (hilbert 2-D 16 / 3-D 10 bits, encode).
     sub = args.sub
-    for d, nbits in ((2, 16), (3, 10)):
+    for d, nbits in ((2, 16), (3, 10)) if sub > 0 else ():
         pts = rng.integers(0, 1 << nbits, (sub, d), dtype=np.int64)
         ref = sfc.hilbert_encode(pts, nbits)
         peers: dict[str, Callable[[], Any]] = {

@@ -66,7 +66,7 @@ checked = 0
 for d in (2, 3):
     for nbits in range(1, 64 // d + 1):
         hi = (1 << nbits) - 1
-        n = 23
+        n = 150  # two 64-point vectors of the byte-permute paths, then a scalar tail
         pts = (rng.integers(0, 2**63, size=(n, d), dtype=np.uint64) >> np.uint64(63 - nbits))
         pts &= np.uint64(hi)
         pts[0] = 0
@@ -96,6 +96,8 @@ for d in (2, 3):
                     c = sfc.hilbert_decode(h, nbits, d, dtype=odt, separate=True)
                     assert all(a.dtype == odt and np.array_equal(a, pts[:, i])
                                for i, a in enumerate(c)), (d, nbits, odt)
+                    r = sfc.hilbert_decode(h, nbits, d, dtype=odt)
+                    assert r.dtype == odt and np.array_equal(r, pts), (d, nbits, odt)
             if np.iinfo(dt).max >= int(h.max()):
                 assert np.array_equal(sfc.hilbert_decode(h.astype(dt), nbits, d), pts)
             back = sfc.hilbert_decode(h, nbits, d)
@@ -109,6 +111,13 @@ for d in (2, 3):
                 assert m.dtype == narrow and [int(v) for v in m] == mw, (d, nbits, ax)
                 assert np.array_equal(sfc.morton_decode(m, nbits, d, axis0=ax), pts)
                 sep = sfc.morton_decode(m, nbits, d, axis0=ax, separate=True)
+                assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+                # Narrowest coordinates (uint8 up to nbits 8: the byte-permute path at
+                # nbits <= 3 in 3-D), rows and separate arrays.
+                r = sfc.morton_decode(m, nbits, d, axis0=ax, dtype="narrowest")
+                assert r.dtype == np.dtype(f"uint{max(8, 1 << (nbits - 1).bit_length())}")
+                assert np.array_equal(r, pts), (d, nbits, ax)
+                sep = sfc.morton_decode(m, nbits, d, axis0=ax, dtype="narrowest", separate=True)
                 assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
             checked += 1
 # A batch above the parallel threshold, across chunk boundaries.
