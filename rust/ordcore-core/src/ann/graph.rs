@@ -479,9 +479,21 @@ fn robust_prune_impl<D: CodeDist>(
     cands.sort_unstable_by_key(|&(_, id)| id);
     cands.dedup_by_key(|c| c.1);
     cands.retain(|&(_, id)| id != p && !skip(id));
-    cands.sort_unstable_by_key(|&(d, id)| (d, pair_hash(p, id), id));
-    // DiskANN's `maxc`: candidates past the nearest `max(2R, 128)` are almost never kept.
-    cands.truncate((2 * r).max(128));
+    // Sorted by `(distance, pair hash, id)`, a total order (ids are unique now), with each
+    // hash computed once rather than in every comparison. DiskANN's `maxc`: candidates
+    // past the nearest `max(2R, 128)` are almost never kept, so only those are sorted.
+    let mut keyed: Vec<(u32, u64, u32)> = cands
+        .iter()
+        .map(|&(d, id)| (d, pair_hash(p, id), id))
+        .collect();
+    let maxc = (2 * r).max(128);
+    if keyed.len() > maxc {
+        keyed.select_nth_unstable(maxc - 1);
+        keyed.truncate(maxc);
+    }
+    keyed.sort_unstable();
+    cands.clear();
+    cands.extend(keyed.iter().map(|&(d, _, id)| (d, id)));
     let pc = g.code(p);
     let twin: Vec<bool> = cands
         .iter()
