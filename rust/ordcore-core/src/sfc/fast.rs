@@ -1495,13 +1495,7 @@ mod tests {
         let codes: Vec<O> = want.iter().map(|&v| O::from_u64(v)).collect();
         for cl in [false, true] {
             let back: Vec<O> = decode_with(k, &codes, d, nbits as i64, c, cl, "code").unwrap();
-            let flat: Vec<u64> = if cl {
-                (0..n * d)
-                    .map(|j| back[(j % d) * n + j / d].to_u64())
-                    .collect()
-            } else {
-                back.iter().map(|v| v.to_u64()).collect()
-            };
+            let flat = as_rows(&back, n, d, cl);
             assert_eq!(flat, p, "{tag} decode columns={cl}");
         }
         if let Some(ct) = conv::<T>(want) {
@@ -1511,6 +1505,17 @@ mod tests {
                 back.iter().map(|v| v.to_u64()).eq(p.iter().copied()),
                 "{tag} decode from T"
             );
+        }
+    }
+
+    /// Decoded coordinates as `u64` rows (`n x d`), read from columns when `columns`.
+    fn as_rows<O: Word>(back: &[O], n: usize, d: usize, columns: bool) -> Vec<u64> {
+        if columns {
+            (0..n * d)
+                .map(|j| back[(j % d) * n + j / d].to_u64())
+                .collect()
+        } else {
+            back.iter().map(|v| v.to_u64()).collect()
         }
     }
 
@@ -1533,13 +1538,7 @@ mod tests {
         let n = want.len();
         for cl in [false, true] {
             let back: Vec<O> = decode_with(k, &ct, d, nbits as i64, c, cl, "code").unwrap();
-            let flat: Vec<u64> = if cl {
-                (0..n * d)
-                    .map(|j| back[(j % d) * n + j / d].to_u64())
-                    .collect()
-            } else {
-                back.iter().map(|v| v.to_u64()).collect()
-            };
+            let flat = as_rows(&back, n, d, cl);
             assert_eq!(
                 flat,
                 p,
