@@ -40,3 +40,12 @@ def test_sharded_stream_overlong_error_names_the_source_item() -> None:
     with pytest.raises(ordcore.InvalidArgumentError,
                        match=r"^source: item 2 has 9 tokens, more than max_len=4"):
         list(stream)
+
+
+def test_streaming_packer_overlong_error_names_the_source_item() -> None:
+    """It named pack's window-local argument for items past the first window."""
+    src = [np.arange(2), np.arange(3), np.arange(1), np.arange(9)]
+    packer = ordcore.packing.StreamingPacker(4, buffer_size=2, overlong="error")
+    with pytest.raises(ordcore.InvalidArgumentError,
+                       match=r"^source: item 3 has 9 tokens, more than max_len=4"):
+        list(packer(src))

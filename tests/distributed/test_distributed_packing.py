@@ -245,3 +245,22 @@ def test_a_block_of_only_empty_rows_is_left_out(scope: str) -> None:
     rows = pack_dataset(ds, 4, scope=scope).take_all()
     assert [list(r["input_ids"]) for r in rows] == [[1, 2, 3]]
     assert [list(r["seq_lengths"]) for r in rows] == [[3]]
+
+
+@pytest.mark.parametrize("scope", ["global", "block"])
+@pytest.mark.parametrize("keep", [2, 0])
+@pytest.mark.filterwarnings("ignore:Use 'expr' instead of 'fn':UserWarning")
+def test_blocks_a_filter_emptied_are_left_out(scope: str, keep: int) -> None:
+    """A block that filter() emptied has no columns: its task said the dataset had no
+    token column."""
+    import ray.data
+
+    from ordcore.distributed import pack_dataset
+
+    ds = ray.data.from_items([{"input_ids": list(range(1, i + 2))} for i in range(6)],
+                             override_num_blocks=3)
+    kept = ds.filter(lambda r: len(r["input_ids"]) <= keep)
+    rows = pack_dataset(kept, 4, scope=scope).take_all()
+    assert sorted(list(s) for r in rows for s in np.split(
+        r["input_ids"], np.cumsum(r["seq_lengths"])[:-1])) == [
+        list(range(1, i + 2)) for i in range(keep)]

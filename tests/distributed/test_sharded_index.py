@@ -422,6 +422,21 @@ def test_dataset_blocks_reach_the_shards_without_the_driver(
         assert not list((tmp_path / "ix").glob("*.staging"))
 
 
+@pytest.mark.filterwarnings("ignore:Use 'expr' instead of 'fn':UserWarning")
+def test_dataset_blocks_a_filter_emptied_are_skipped(tmp_path: Path, ray_cluster: Any) -> None:
+    """A block that filter() emptied has no columns: routing it failed the whole add."""
+    import ray.data
+
+    X, _ = _data(n=90)
+    ds = ray.data.from_items([{"emb": x, "key": int(i)} for i, x in enumerate(X)],
+                             override_num_blocks=3)
+    kept = ds.filter(lambda r: r["key"] < 20)  # the 2nd and 3rd blocks end up empty
+    with ShardedIndex(16, 2, path=tmp_path / "ix", metric="l2", bits=2) as ix:
+        ix.add(kept, vector_column="emb", id_column="key")
+        assert sum(ix.shard_sizes) == 20
+        np.testing.assert_array_equal(ix.get(np.arange(20)), X[:20])
+
+
 # -- the single-index API of the ANN codes issue, passed through ------------------------
 def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: Any) -> None:
     X, Q = _data(n=2000, d=32)

@@ -580,6 +580,8 @@ class ShardedIndex:
         pending: list[Any] = []
         try:
             for i, b in enumerate(blocks):
+                if not sizes[i]:  # a block filter() emptied may carry no columns
+                    continue
                 pending.append(route.remote(b, i, int(row0[i]), spec, actors))
                 if len(pending) >= DATASET_TASKS_IN_FLIGHT:
                     shards, top = get(pending.pop(0))  # in block order: the first error

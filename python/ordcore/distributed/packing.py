@@ -135,6 +135,9 @@ def pack_dataset(
         dataset = dataset.select_columns([length_column])
     blocks = list(dataset.to_arrow_refs())
     task = ray.remote(num_cpus=TASK_CPUS)
+    rows = _in_order([task(_num_rows).remote(b) for b in blocks])
+    # blocks a filter emptied carry no columns: drop them, keeping one typed empty block
+    blocks = [b for b, n in zip(blocks, rows) if n] or [ray.put(_empty_table(dataset))]
     if scope == "block":
         refs = _pack_blocks(task, blocks, max_len, length_column, kw)
     else:
@@ -142,6 +145,17 @@ def pack_dataset(
     import ray.data
 
     return ray.data.from_arrow_refs(refs)
+
+
+def _empty_table(dataset: Any) -> Any:
+    """An empty table with the dataset's columns (what an emptied dataset packs from)."""
+    import pyarrow as pa
+
+    schema = dataset.schema()
+    base = getattr(schema, "base_schema", schema)
+    if not isinstance(base, pa.Schema):
+        base = pa.schema(list(zip(schema.names, schema.types)))
+    return base.empty_table()
 
 
 # -- tasks (one per block) --------------------------------------------------------------

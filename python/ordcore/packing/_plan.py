@@ -4,7 +4,7 @@ docstring for the algorithms and conventions); import the public names from ther
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
 from typing import Any, Union
@@ -696,6 +696,22 @@ def _mix_seed(seed: int, window: int) -> int:
     return (seed + 0x9E3779B97F4A7C15 * (window + 1)) % 2**64
 
 
+def _refuse_overlong_item(
+    lengths: npt.NDArray[np.int64], max_len: int, item: Callable[[int], tuple[int, int]]
+) -> None:
+    """Raises for the first window entry longer than ``max_len``, naming the stream's item.
+
+    Streams plan windows with :func:`pack`, whose error would name the window-local
+    ``lengths``; ``item(i)`` maps window entry ``i`` to (source item index, its token count).
+    """
+    if lengths.size and int(lengths.max()) > max_len:
+        src, size = item(int(np.argmax(lengths > max_len)))
+        raise InvalidArgumentError(
+            f"source: item {src} has {size} tokens, more than max_len={max_len}; "
+            f"pass overlong='split', 'truncate' or 'drop'"
+        )
+
+
 class StreamingPacker:
     """Packs a stream of token arrays per buffer window and yields materialized batches.
 
@@ -827,6 +843,11 @@ class StreamingPacker:
                     raise InvalidArgumentError(
                         f"source: item {self._window_start + i} must be 1-D, got {t.shape}"
                     )
+            if self.overlong == "error":
+                base = self._window_start
+                _refuse_overlong_item(
+                    lengths, self.max_len, lambda i: (base + i, int(lengths[i]))
+                )
             plan = pack(
                 lengths,
                 self.max_len,

@@ -223,7 +223,7 @@ class ShardedPackStream:
 
     def __iter__(self) -> Iterator[dict[str, npt.NDArray[np.int64]]]:
         """Yields this shard's rows from the loaded state (or from the start)."""
-        from ordcore.packing._plan import _mix_seed, pack
+        from ordcore.packing._plan import _mix_seed, _refuse_overlong_item, pack
         from ordcore.packing._ranks import equalize_ranks
 
         if not self._resume:
@@ -252,13 +252,10 @@ class ShardedPackStream:
             if not coords:
                 return
             lengths = np.asarray([c[2] - c[1] for c in coords], dtype=np.int64)
-            if self.overlong == "error" and lengths.size and int(lengths.max()) > self.max_len:
-                # named in the caller's terms (pack would name its window-local `lengths`)
-                src = coords[int(np.argmax(lengths > self.max_len))][0]
-                raise InvalidArgumentError(
-                    f"source: item {src} has {cache[src][0].size}"
-                    f" tokens, more than max_len={self.max_len}; pass overlong='split', "
-                    f"'truncate' or 'drop'"
+            if self.overlong == "error":
+                _refuse_overlong_item(
+                    lengths, self.max_len,
+                    lambda i: (coords[i][0], int(cache[coords[i][0]][0].size)),
                 )
             plan = pack(
                 lengths,
