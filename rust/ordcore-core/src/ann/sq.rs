@@ -271,7 +271,7 @@ impl SqKernel {
         }
     }
     /// The integer dot product of a data code body and a query body (`lanes` coordinates).
-    #[inline]
+    #[inline(always)]
     fn dot_query(self, bits: usize, code: &[u8], q: &[u8]) -> i64 {
         chunked(bits, 8, code, q, |c, q| match self {
             #[cfg(target_arch = "x86_64")]
@@ -369,7 +369,7 @@ impl SqDist {
     }
 
     /// The estimated distance of query form `q` to code `c`.
-    #[inline]
+    #[inline(always)]
     pub fn query_distance(&self, q: &[u64], c: &[u64]) -> f32 {
         let body = bytes_of(&c[HEADER_WORDS..self.layout.code_words()]);
         let qb = bytes_of(&q[HEADER_WORDS..self.layout.query_words()]);
@@ -497,6 +497,7 @@ mod x86 {
     /// # Safety
     /// The CPU supports AVX2; `c` holds `bits / 8` bytes a lane and `q` one byte a lane, for
     /// a multiple of 64 lanes.
+    #[inline]
     #[target_feature(enable = "avx2")]
     pub unsafe fn dot_query_256(bits: usize, c: &[u8], q: &[u8]) -> i32 {
         let mut acc = _mm256_setzero_si256();
@@ -579,6 +580,7 @@ mod x86 {
 
     /// # Safety
     /// The CPU supports AVX2, AVX-512F, AVX-512BW and AVX-512 VNNI; as [`dot_query_256`].
+    #[inline]
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vnni")]
     pub unsafe fn dot_query_512(bits: usize, c: &[u8], q: &[u8]) -> i32 {
         let mut acc = _mm512_setzero_si512();
