@@ -230,6 +230,8 @@ pub struct Beam<'a> {
     cur: usize,
     expanded: Option<&'a mut Vec<(u32, u32)>>,
     spill: Option<&'a mut Vec<(u32, u32)>>,
+    /// Where this search starts instead of the entry [`run_beams`] is given.
+    entry: Option<u32>,
 }
 
 impl<'a> Beam<'a> {
@@ -251,7 +253,14 @@ impl<'a> Beam<'a> {
             cur: 0,
             expanded,
             spill,
+            entry: None,
         }
+    }
+
+    /// Starts this search at node `entry` instead of the entry [`run_beams`] is given.
+    pub fn starting_at(mut self, entry: u32) -> Self {
+        self.entry = Some(entry);
+        self
     }
 
     /// The beam as `(distance, id)` sorted by `(distance, id)`.
@@ -354,7 +363,8 @@ fn run_beams_impl<D: CodeDist>(
     vis: &mut [Visited],
 ) {
     for (b, v) in beams.iter_mut().zip(vis.iter_mut()) {
-        b.start(g, entry, v);
+        let e = b.entry.unwrap_or(entry);
+        b.start(g, e, v);
     }
     let mut pending = vec![false; beams.len()];
     // The entry of a fresh beam is its only entry, already scored. Each round runs in two
