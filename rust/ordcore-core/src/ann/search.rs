@@ -228,7 +228,6 @@ impl BQGraphIndex {
         let allowed = allowed.map(|a| a.0);
         let ok =
             |i: u32| !self.deleted[i as usize] && allowed.as_ref().is_none_or(|a| a[i as usize]);
-        let qs = prepare_rows(q, dim, metric);
         let n_nodes = self.n_nodes();
         // A beam wider than the graph visits nothing more: clamp it (so a huge `ef_search`
         // allocates nothing huge).
@@ -345,7 +344,11 @@ impl BQGraphIndex {
         // software-pipelined: the float rows that one group reranks are prefetched before
         // the beam searches of the next group and scored after them, so the rerank's cache
         // misses overlap with those searches instead of stalling them.
-        let block = |((oi, od), qb): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+        // Each block prepares (normalizes under cosine) its own queries: a small buffer that
+        // stays in cache, not a copy of every query in fresh pages.
+        let block = |((oi, od), qraw): ((&mut [i64], &mut [f32]), &[f32])| -> Result<()> {
+            let qs = prepare_rows(qraw, dim, metric);
+            let qb = &qs[..];
             let mut pending: Vec<(usize, Found)> = Vec::new();
             let nb = qb.len() / dim;
             let mut j = 0;
@@ -386,10 +389,10 @@ impl BQGraphIndex {
         if nq >= 2 * BLOCK {
             ids.par_chunks_mut(BLOCK * k)
                 .zip(ds.par_chunks_mut(BLOCK * k))
-                .zip(qs.par_chunks(BLOCK * dim))
+                .zip(q.par_chunks(BLOCK * dim))
                 .try_for_each(block)?;
         } else {
-            block(((&mut ids, &mut ds), &qs))?;
+            block(((&mut ids, &mut ds), q))?;
         }
         Ok((ids, ds))
     }
