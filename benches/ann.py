@@ -120,7 +120,7 @@ class Runner:
 
 
 class Ordcore(Runner):
-    def __init__(self, x: np.ndarray, metric: str, bits: int, rotation: str | None,
+    def __init__(self, x: np.ndarray, metric: str, bits: int | str, rotation: str | None,
                  rerank_dtype: str = "float32") -> None:
         self.name = f"ordcore bits={bits}" + (" +rot" if rotation else "") + (
             f" {rerank_dtype}" if rerank_dtype != "float32" else "")
@@ -131,6 +131,8 @@ class Ordcore(Runner):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the bench also runs unfit settings on purpose
             self.build_s, _ = timed(lambda: self.idx.add(x, num_threads=THREADS))
+        if bits == "auto":  # name the pick
+            self.name = f"ordcore auto: {self.idx.bits}" + (" +rot" if self.idx.rotation else "")
         m = self.idx.memory_usage()
         self.hot = m["codes"] + m["graph"]
         self.total = self.hot + m["float_vectors"]
@@ -314,6 +316,7 @@ def qps_at(curve: list[dict[str, float]], target: float) -> float | None:
 def makers(x: np.ndarray, metric: str) -> list[tuple[str, Callable[[], Runner]]]:
     rot = "hadamard"
     return [
+        ("ordcore auto", lambda: Ordcore(x, metric, "auto", "auto")),
         ("ordcore bits=2", lambda: Ordcore(x, metric, 2, None)),
         ("ordcore bits=4", lambda: Ordcore(x, metric, 4, rot)),
         ("ordcore bits=8", lambda: Ordcore(x, metric, 8, rot)),

@@ -1198,8 +1198,11 @@ class BQGraphIndex:
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """k nearest neighbours of each query row.
 
-        Beam search in code space with beam width ``ef_search`` (raised to at least ``k``),
-        then, with ``rerank=True``, the best ``rerank_k`` candidates (default ``ef_search``,
+        Beam search in code space with beam width ``ef_search`` (raised to at least ``k``;
+        with 4- and 8-bit codes the beam starts at the nearest, by code distance, of the
+        graph's entry and 64 nodes spread over the index, which saves the first hops as the
+        upper layers of HNSW do; 1- and 2-bit searches start at the entry), then, with
+        ``rerank=True``, the best ``rerank_k`` candidates (default ``ef_search``,
         clamped to ``[k, ef_search]``) are reranked by exact float32 distance. With
         ``rerank=False`` the ``k`` best by code distance are returned in code order, with
         their exact distances.

@@ -4,10 +4,11 @@
 //! * Edges are stored as a flat `N x R` `u32` array plus a degree per node.
 //! * Beam search keeps the best `L` candidates as a sorted vector of `(distance, id)`, so
 //!   ties are broken by the smaller id, and a per-thread visited bitset. Each expansion
-//!   first gathers the unvisited neighbours and prefetches their codes (and the next
-//!   node's neighbour list), then scores them in one loop, so the cache misses overlap.
-//!   Searches run in lock-step groups ([`run_beams`]): one expansion of each per round, so
-//!   the codes one search prefetched load while the others score theirs.
+//!   first gathers the unvisited neighbours and prefetches their codes, then scores them in
+//!   one loop, so the cache misses overlap. Searches run in lock-step groups
+//!   ([`run_beams`]): one expansion of each per round, in two passes (pick the node to
+//!   expand and prefetch its list; gather the lists and prefetch the codes), so the list
+//!   and the codes one search prefetched load while the others do their work.
 //! * RobustPrune follows the DiskANN convention: walking candidates by increasing distance
 //!   to `p`, each kept `p*` removes every later candidate `p'` with
 //!   `alpha * d(p*, p') <= d(p, p')`; `alpha >= 1`, and a larger `alpha` prunes less, so it
@@ -229,6 +230,8 @@ pub struct Beam<'a> {
     cur: usize,
     expanded: Option<&'a mut Vec<(u32, u32)>>,
     spill: Option<&'a mut Vec<(u32, u32)>>,
+    /// Where this search starts instead of the entry [`run_beams`] is given.
+    entry: Option<u32>,
 }
 
 impl<'a> Beam<'a> {
@@ -250,7 +253,14 @@ impl<'a> Beam<'a> {
             cur: 0,
             expanded,
             spill,
+            entry: None,
         }
+    }
+
+    /// Starts this search at node `entry` instead of the entry [`run_beams`] is given.
+    pub fn starting_at(mut self, entry: u32) -> Self {
+        self.entry = Some(entry);
+        self
     }
 
     /// The beam as `(distance, id)` sorted by `(distance, id)`.
@@ -274,10 +284,11 @@ impl<'a> Beam<'a> {
         self.cur = usize::MAX;
     }
 
-    /// Expands the best unexpanded entry: marks it, gathers its unvisited neighbours into
-    /// `fresh` and prefetches their codes. Returns `false` when every entry is expanded.
+    /// Picks the best unexpanded entry for expansion: marks it and starts loading its
+    /// neighbour list (read by [`Self::gather`] after the other beams of the group did
+    /// their work). Returns `false` when every entry is expanded.
     #[inline(always)]
-    fn expand<D: CodeDist>(&mut self, g: &GraphRef<'_, D>, vis: &mut Visited) -> bool {
+    fn pick<D: CodeDist>(&mut self, g: &GraphRef<'_, D>) -> bool {
         let mut cur = self.cur.wrapping_add(1);
         let done = &mut self.done;
         while cur < done.len() && done[cur] {
@@ -293,14 +304,17 @@ impl<'a> Beam<'a> {
         if let Some(e) = self.expanded.as_deref_mut() {
             e.push(((k >> 32) as u32, node));
         }
-        // The next node to expand is most likely the next unexpanded beam entry: start
-        // loading its neighbour list now.
-        if let Some(i) = done[cur + 1..].iter().position(|&e| !e) {
-            g.prefetch_neighbors(self.pool[cur + 1 + i] as u32);
-        }
+        g.prefetch_neighbors(node);
+        true
+    }
+
+    /// Gathers the unvisited neighbours of the entry [`Self::pick`] marked into `fresh` and
+    /// prefetches their codes.
+    #[inline(always)]
+    fn gather<D: CodeDist>(&mut self, g: &GraphRef<'_, D>, vis: &mut Visited) {
+        let node = self.pool[self.cur] as u32;
         self.fresh = vis.touched.len();
         vis.insert_all(g.neighbors(node), |nb| g.prefetch(nb));
-        true
     }
 
     /// Scores the gathered neighbours and inserts them into the beam.
@@ -334,7 +348,7 @@ impl<'a> Beam<'a> {
                 next = pos;
             }
         }
-        // `expand` starts looking at `cur + 1`.
+        // `pick` starts looking at `cur + 1`.
         self.cur = next.wrapping_sub(1);
     }
 }
@@ -349,21 +363,31 @@ fn run_beams_impl<D: CodeDist>(
     vis: &mut [Visited],
 ) {
     for (b, v) in beams.iter_mut().zip(vis.iter_mut()) {
-        b.start(g, entry, v);
+        let e = b.entry.unwrap_or(entry);
+        b.start(g, e, v);
     }
     let mut pending = vec![false; beams.len()];
-    // The entry of a fresh beam is its only entry, already scored.
+    // The entry of a fresh beam is its only entry, already scored. Each round runs in two
+    // passes over the group, so that each of a beam's two dependent loads per expansion
+    // (the neighbour list of the node picked, then the codes of its neighbours) overlaps
+    // with the other beams' work: score the codes gathered last round and pick the next
+    // node (prefetching its list), then gather the lists (prefetching the codes).
     loop {
         let mut any = false;
         for ((b, v), p) in beams.iter_mut().zip(vis.iter_mut()).zip(pending.iter_mut()) {
             if *p {
                 b.score(g, v);
             }
-            *p = b.expand(g, v);
+            *p = b.pick(g);
             any |= *p;
         }
         if !any {
             break;
+        }
+        for ((b, v), &p) in beams.iter_mut().zip(vis.iter_mut()).zip(pending.iter()) {
+            if p {
+                b.gather(g, v);
+            }
         }
     }
 }
@@ -417,6 +441,21 @@ kernel_copies!(
     ) -> ()
 );
 
+/// [`run_beams_impl`] compiled with the features of both the AVX-512 popcount kernel and
+/// the AVX-512 VNNI scalar-code kernel ([`super::sq::SqKernel`]), so that the 4- and 8-bit
+/// distances inline into the beam loop. The same integer dot products and the same scalar
+/// float formula (Rust never fuses a multiply and an add), so the same results.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,avx2,avx512f,avx512bw,avx512vnni,avx512vpopcntdq")]
+unsafe fn run_beams_vnni<D: CodeDist>(
+    g: &GraphRef<'_, D>,
+    beams: &mut [Beam<'_>],
+    entry: u32,
+    vis: &mut [Visited],
+) {
+    run_beams_impl(g, beams, entry, vis)
+}
+
 /// Beam search from `entry` with beam width `l`. Returns the beam as `(distance, id)` sorted
 /// by `(distance, id)`; when `expanded` is given, every expanded node is appended to it. At
 /// most `dup_cap` entries with one code are kept (the index passes [`dup_cap`]`(l)`, raised
@@ -452,6 +491,11 @@ pub fn run_beams<D: CodeDist>(g: &GraphRef<'_, D>, beams: &mut [Beam<'_>], entry
             vis.resize_with(beams.len(), Visited::new);
         }
         let vis = &mut vis[..beams.len()];
+        #[cfg(target_arch = "x86_64")]
+        if has_vpopcnt() && super::sq::kernel() == super::sq::SqKernel::Avx512Vnni {
+            // SAFETY: the CPU supports these features (both kernels are checked at run time).
+            return unsafe { run_beams_vnni(g, beams, entry, vis) };
+        }
         dispatch!(
             run_beams_popcnt,
             run_beams_vpopcnt,

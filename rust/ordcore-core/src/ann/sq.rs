@@ -134,6 +134,16 @@ fn bytes_of_mut(w: &mut [u64]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(w.as_mut_ptr() as *mut u8, w.len() * 8) }
 }
 
+/// `v.round() as i32` (ties away from zero) for `|v| < 2^31`, without the libm call that
+/// `f32::round` compiles to: the truncation and the fraction `v - trunc(v)` are exact, so
+/// the result is the same integer (NaN gives 0, as `v.round() as i32` does).
+#[inline(always)]
+fn round_ties_away(v: f32) -> i32 {
+    let t = v as i32;
+    let f = v - t as f32;
+    t + (f >= 0.5) as i32 - (f <= -0.5) as i32
+}
+
 /// Encodes `x` (length `layout.dim`, already transformed) with the exact term `extra` into
 /// `out` (`layout.code_words()` words). See the module docs.
 pub fn encode(x: &[f32], extra: f32, layout: SqLayout, out: &mut [u64]) {
@@ -147,7 +157,7 @@ pub fn encode(x: &[f32], extra: f32, layout: SqLayout, out: &mut [u64]) {
     }
     let delta = if hi > lo { (hi - lo) / levels } else { 0.0 };
     let inv = if delta > 0.0 { 1.0 / delta } else { 0.0 };
-    let code = |v: f32| ((v - lo) * inv).round().clamp(0.0, levels) as u8;
+    let code = |v: f32| round_ties_away((v - lo) * inv).clamp(0, levels as i32) as u8;
     out.iter_mut().for_each(|w| *w = 0);
     let (head, body) = out.split_at_mut(HEADER_WORDS);
     let body = bytes_of_mut(body);
@@ -225,7 +235,7 @@ pub fn encode_query(q: &[f32], qconst: f32, layout: SqLayout, out: &mut [u64]) {
     let body = bytes_of_mut(body);
     let mut sum = 0i32;
     for (b, &v) in body.iter_mut().zip(q) {
-        let qi = (v * inv).round().clamp(-127.0, 127.0) as i8;
+        let qi = round_ties_away(v * inv).clamp(-127, 127) as i8;
         sum += qi as i32;
         *b = qi as u8;
     }
@@ -271,7 +281,7 @@ impl SqKernel {
         }
     }
     /// The integer dot product of a data code body and a query body (`lanes` coordinates).
-    #[inline]
+    #[inline(always)]
     fn dot_query(self, bits: usize, code: &[u8], q: &[u8]) -> i64 {
         chunked(bits, 8, code, q, |c, q| match self {
             #[cfg(target_arch = "x86_64")]
@@ -369,7 +379,7 @@ impl SqDist {
     }
 
     /// The estimated distance of query form `q` to code `c`.
-    #[inline]
+    #[inline(always)]
     pub fn query_distance(&self, q: &[u64], c: &[u64]) -> f32 {
         let body = bytes_of(&c[HEADER_WORDS..self.layout.code_words()]);
         let qb = bytes_of(&q[HEADER_WORDS..self.layout.query_words()]);
@@ -497,6 +507,7 @@ mod x86 {
     /// # Safety
     /// The CPU supports AVX2; `c` holds `bits / 8` bytes a lane and `q` one byte a lane, for
     /// a multiple of 64 lanes.
+    #[inline]
     #[target_feature(enable = "avx2")]
     pub unsafe fn dot_query_256(bits: usize, c: &[u8], q: &[u8]) -> i32 {
         let mut acc = _mm256_setzero_si256();
@@ -579,6 +590,7 @@ mod x86 {
 
     /// # Safety
     /// The CPU supports AVX2, AVX-512F, AVX-512BW and AVX-512 VNNI; as [`dot_query_256`].
+    #[inline]
     #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vnni")]
     pub unsafe fn dot_query_512(bits: usize, c: &[u8], q: &[u8]) -> i32 {
         let mut acc = _mm512_setzero_si512();
@@ -791,6 +803,27 @@ mod tests {
             let bound = if bits == 4 { 0.05 } else { 0.01 };
             assert!(worst < bound, "bits {bits}: relative error {worst}");
         }
+    }
+
+    #[test]
+    fn rounding_matches_f32_round() {
+        let mut vals = vec![
+            0.0f32, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, 126.5, -126.5, 127.49999,
+        ];
+        vals.extend([0.49999997f32, -0.49999997, 8388607.5, -8388607.5, 1e9, -1e9]);
+        vals.extend((0..20000).map(|i| (i as f32 - 10000.0) * 0.0137));
+        vals.extend((0..2000).map(|i| (i as f32 - 1000.0) * 0.5));
+        for v in vals {
+            assert_eq!(round_ties_away(v), v.round() as i32, "{v}");
+            let b = v.to_bits();
+            let (up, down) = (
+                f32::from_bits(b.wrapping_add(1)),
+                f32::from_bits(b.wrapping_sub(1)),
+            );
+            assert_eq!(round_ties_away(up), up.round() as i32, "{up}");
+            assert_eq!(round_ties_away(down), down.round() as i32, "{down}");
+        }
+        assert_eq!(round_ties_away(f32::NAN), 0);
     }
 
     #[test]

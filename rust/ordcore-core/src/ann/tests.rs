@@ -324,3 +324,48 @@ fn lock_step_searches_match_searches_one_at_a_time() {
         }
     }
 }
+
+#[test]
+fn scalar_searches_start_at_the_nearest_sampled_node() {
+    // 4- and 8-bit searches start their beam at the nearest (by code distance) of the entry
+    // and `START_SAMPLE` evenly spread nodes; 1- and 2-bit searches start at the entry, so
+    // their results are those of the graph's beam from the entry.
+    let x = gauss(3000, 24, 21);
+    let q = gauss(40, 24, 22);
+    for bits in [1, 2, 4, 8] {
+        let mut p = params(24, Metric::L2);
+        p.bits = bits;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.add(&x, None, None).unwrap();
+        let n = idx.n_nodes();
+        let (ef, k) = (16, 10);
+        let (ids, _) = idx.search(&q, k, ef, false, None).unwrap();
+        let mut moved = 0;
+        for (j, qr) in q.chunks_exact(24).enumerate() {
+            let qc = idx.encode_query(qr).unwrap();
+            let (start, beam) = with_graph!(idx, g => {
+                let mut best = (g.d(&qc, idx.entry), idx.entry);
+                for t in 0..search::START_SAMPLE {
+                    let i = (t * n / search::START_SAMPLE) as u32;
+                    best = best.min((g.d(&qc, i), i));
+                }
+                assert_eq!(search::start_node(&g, &qc, idx.entry), best.1);
+                let start = if bits > 2 { best.1 } else { idx.entry };
+                (start, graph::beam_search(&g, &qc, start, ef, graph::dup_cap(ef), None, None))
+            });
+            moved += (start != idx.entry) as usize;
+            let want: Vec<i64> = beam
+                .iter()
+                .take(k)
+                .map(|&(_, i)| idx.ids[i as usize])
+                .collect();
+            assert_eq!(&ids[j * k..(j + 1) * k], &want[..], "bits {bits} query {j}");
+        }
+        if bits > 2 {
+            assert!(
+                moved > 30,
+                "bits {bits}: only {moved} of 40 searches moved off the entry"
+            );
+        }
+    }
+}
