@@ -1228,11 +1228,13 @@ class BQGraphIndex:
         Every query then gets ``min(k, allowed live ids)`` results. The beam search still
         walks through every node (so the graph stays navigable) but admits only allowed
         nodes as candidates, its width grown by the share of nodes the filter excludes
-        (``ef * n / allowed``); when the allowed set is small, ``allowed**2 <= 4 * ef * n``
-        (``ef = max(ef_search, k)``, ``n`` nodes; e.g. up to about 5,000 of 100,000 at
-        ``ef_search=64``, where both paths cost the same on 384-d glosses), the search is an
-        exact scan of the allowed vectors instead (exact distances, also with
-        ``rerank=False``). Measured recall@10 against exact filtered search, glosses 100k,
+        (``ef * n / allowed``); when the allowed set is small, ``allowed**2 <= F * ef * n``
+        with ``F = max(1, 4 * (384 / dim) ** 0.75)`` (``ef = max(ef_search, k)``, ``n``
+        nodes; at ``ef_search=64`` and 100,000 nodes up to about 5,100 allowed ids at 384-d,
+        7,600 at 128-d, 10,900 at 50-d: a scanned row's cost grows with ``dim`` faster than a
+        graph step's, and these are where both paths cost about the same on glosses, SIFT
+        and GloVe), the search is an exact scan of the allowed vectors instead (exact
+        distances, also with ``rerank=False``). Measured recall@10 against exact filtered search, glosses 100k,
         2-bit codes, ``ef_search=64`` (``python benches/ann_choice.py glosses --n 100000
         --filter``): 50 % allowed 0.987, 20 % 0.995, 10 % 0.998, 5 % and fewer: exact scan.
         These are random filters; a filter that excludes the region around the queries
