@@ -19,10 +19,7 @@ QPS, ef 128 14.4-15.1k -> 16.4-16.8k; bits=4 ef 64 23.1-25.3k -> 26.0-26.2k; bui
 2.33-2.49 s -> 2.29-2.38 s. glosses bits=4 ef 64 11.7-12.8k -> 15.6-15.7k, ef 128
 7.1-7.9k -> 8.9-9.4k; bits=8 ef 64 14.2-15.0k -> 15.1-16.0k; build bits=4 4.23-4.65 s ->
 4.07-4.29 s, bits=8 4.66-4.71 s -> 4.40-4.48 s. Identity hashes unchanged
-(``benches/ann_beam_{sift,glosses}20k.json``). The hashes were recorded again when the
-default ``L_build`` went from 128 to 64 (with the first pass at ``L_build // 2`` instead of
-``max(L_build // 2, R)``), which changes every default graph by design; with
-``L_build=128`` the new code builds the old graphs bit for bit.
+(``benches/ann_beam_{sift,glosses}20k.json``).
 """
 from __future__ import annotations
 

@@ -9,18 +9,24 @@ at 1 thread and report recall@10 and CPU-time queries per second at each ``--efs
 
     python benches/ann_build.py --dataset sift --n 20000
     python benches/ann_build.py --dataset glove50 --n 100000 --reps 1
-    python benches/ann_build.py --dataset glosses --n 20000 --settings "R=64,L_build=128;R=64"
+    python benches/ann_build.py --dataset glove50 --n 20000 --settings "R=64,L_build=128;"
 
 ``--settings`` lists the ordcore keyword sets to build, separated by ``;`` (empty: the
-defaults; ``L_build=128`` builds exactly the graphs of the defaults before ``L_build=64``).
-Measured (20k rows, 500 queries, 2 build threads on 2 cores shared with other work, load
-4-6, ``--settings "L_build=128;"``), ordcore / hnswlib build CPU time and recall@10 at
-``ef_search`` 64 / 128, before (``L_build=128``) -> after (the defaults):
+defaults). Measured (2 build threads on 2 cores shared with other work, load 3-6; 20k rows
+with 500 queries, full size with 1000), ordcore / hnswlib build CPU time and recall@10 at
+``ef_search`` 64 / 128 (hnswlib's in brackets):
 
-* SIFT: build 1.26x -> 0.80x hnswlib; recall@10 0.9984 / 0.9998 -> 0.9988 / 1.0000
-  (hnswlib 0.9950 / 0.9996);
-* GloVe-50: 1.87x -> 1.02x; 0.9976 / 1.0000 -> 0.9938 / 0.9990 (hnswlib 0.9764 / 0.9950);
-* glosses: 0.97x -> 0.65x; 0.9928 / 0.9976 -> 0.9926 / 0.9976 (hnswlib 0.9906 / 0.9982).
+* SIFT 20k (R=64, L_build=128): 1.26x; 0.9984 / 0.9998 (0.9950 / 0.9996). ``L_build=64``
+  builds at 0.80x with the same recall at 20k, but on 200k rows it costs recall: 0.9248 /
+  0.9605 against 0.9254 / 0.9793, and at most 0.977 by ``ef_search`` 256 against 0.993
+  (``L_build=96``: 0.9267 / 0.9692); a first pass at 64 instead of 32 does not restore it.
+* SIFT 200k: 0.54x; 0.9254 / 0.9793 (0.9884 / 0.9960).
+* GloVe-50 20k (R=56, L_build=64): 1.01x; 0.9940 / 0.9990 (0.9764 / 0.9950); with the
+  earlier R=64, L_build=128: 1.94x, 0.9976 / 1.0000. 100k: 0.89x (1.66x), 0.9795 / 0.9953
+  (0.9864 / 0.9974). 200k: 0.56x; 0.9677 / 0.9880 (0.9235 / 0.9675).
+* glosses 20k (R=64, L_build=128): 0.97x; 0.9928 / 0.9976 (0.9906 / 0.9982); 100k: 0.73x;
+  0.9865 / 0.9960 (0.9891 / 0.9960). ``L_build=64`` builds it at 0.65x / 0.35x with the same
+  recall (0.9926 / 0.9976 at 20k, 0.9878 / 0.9962 at 100k).
 """
 
 from __future__ import annotations

@@ -422,10 +422,11 @@ impl BQGraphIndex {
         );
         let total = 2 * order.len();
         // The first pass (alpha = 1) only seeds the second, whose searches and prunes decide
-        // the final lists: it searches with half the beam, not raised to R (at the default
-        // R = 64, L_build = 64: a beam of 32 instead of 64), which saves 12-21 % of the build
-        // CPU time at 20k rows (SIFT, GloVe-50, glosses) for recall@10 at ef_search 64 / 128
-        // within 0.003 (`benches/ann_build.py`).
+        // the final lists: it searches with half the beam, not raised to R (with the
+        // defaults below 64 dimensions, R = 56 and L_build = 64, a beam of 32 instead of 56;
+        // at the defaults from 64 dimensions on, 64 as before). At R = L_build = 64 that
+        // saved 12-21 % of the build CPU time on 20k rows of SIFT, GloVe-50 and glosses, for
+        // recall@10 at ef_search 64 / 128 within 0.003 (`benches/ann_build.py`).
         let l1 = (self.params.l_build / 2).max(1);
         self.insert_pass(&order, 1.0, l1, progress, 0, total)?;
         let order2 = self.permutation(0..n as u32, 1);
