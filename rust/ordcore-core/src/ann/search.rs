@@ -115,8 +115,8 @@ pub(super) fn filter_scans(allowed: usize, ef: usize, n_nodes: usize, dim: usize
 /// Measured (`python benches/ann_choice.py DATASET --n 100000 --filter`, `bits="auto"`,
 /// float32 rerank store, `ef_search` 64, 1 thread, CPU time): the graph path and the scan
 /// cost the same at `allowed^2 / (ef * n)` = 4.5 on glosses (384-d, 2 bits; the factor is
-/// 4), 6.3 on SIFT (128-d, 4 bits; 9.1), 20 on GloVe (50-d, 4 bits; 18.5). The graph path's
-/// recall@10 there is 0.99-1.0, the scan's 1.0. The environment variable
+/// 4), 6.3-8 on SIFT (128-d, 4 bits; 9.1), 20-21 on GloVe (50-d, 4 bits; 18.5), in two runs
+/// each for SIFT and GloVe. The graph path's recall@10 there is 0.99-1.0, the scan's 1.0. The environment variable
 /// `ORDCORE_ANN_FILTER_SCAN_FACTOR` (a number >= 0, read on each search) replaces the
 /// factor, so that the calibration can time both paths at the same allowed count (0: always
 /// the graph, a huge value: always the scan).
