@@ -7,7 +7,9 @@ work on a shared machine hits every library alike; each point keeps the best of 
 timed runs. Searches run at 1 thread. Prints, per library, QPS at recall@10 = 0.90 / 0.95 /
 0.98 (log-linear interpolation; ``-`` when never reached) and its ratio to the best peer,
 memory (hot path: what a search touches per hop, i.e. codes + graph; total: everything the
-index holds) and build time, and writes ``bench-results/ann-<dataset>.json``. On a machine
+index holds) and build time, and writes ``bench-results/ann-<dataset>.json``. Last, a memory
+table for the index ``bits="auto"`` builds on the set: its hot path and its total with each
+``rerank_dtype``, against hnswlib's index (``memory_table``). On a machine
 other work shares, ``--clock cpu`` times by the process's CPU time instead of the wall clock
 (a 1-thread search's own cost; a build's summed over its threads; idle OpenMP workers are
 told to sleep so they do not count).
@@ -392,6 +394,42 @@ def main() -> None:
                 best = min(best, s)
             curves[r.name].append({"point": p, "recall": ann.recall_at_k(ids, gt), "qps": len(q) / best})
     report(args, x, metric, runners, curves, load1)
+    memory_table(x, metric, runners)
+
+
+#: The rerank stores the memory table prices (``rerank_dtype``).
+RERANK_DTYPES = ("float32", "float16", "bfloat16", "int8")
+
+
+def memory_table(x: np.ndarray, metric: str, runners: list[Runner]) -> None:
+    """Memory of the index ``bits="auto"`` builds on this set (default ``R``), against
+    hnswlib's: the hot path (codes + graph, what a search touches per hop) and the total with
+    each rerank store. Per-row sizes come from small indexes of the chosen code (every part
+    of the index is a fixed number of bytes a row), so no extra full build is needed;
+    hnswlib's size is that of its saved index in this run."""
+    n = x.shape[0]
+    choice = ann.choose_codes(x, metric=metric)  # type: ignore[arg-type]
+    rows = x[: min(n, 256)]
+    per_row: dict[str, dict[str, float]] = {}
+    for dtype in RERANK_DTYPES:
+        small = ann.BQGraphIndex(x.shape[1], metric=metric, bits=choice["bits"],  # type: ignore[arg-type]
+                                 rotation=choice["rotation"], rerank_dtype=dtype)  # type: ignore[arg-type]
+        small.add(rows)
+        m = small.memory_usage()
+        per_row[dtype] = {key: m[key] / len(rows) for key in ("codes", "graph", "float_vectors")}  # type: ignore[literal-required]
+    hot = n * (per_row["float32"]["codes"] + per_row["float32"]["graph"])
+    hnsw = next((r for r in runners if r.name.startswith("hnswlib")), None)
+    ref = f"hnswlib's index {hnsw.total / 2**20:.1f} MiB" if hnsw else "hnswlib not run"
+    rot = f" +{choice['rotation']}" if choice["rotation"] else ""
+    print(f"\nmemory, bits=auto -> {choice['bits']}{rot}, R={small.R}, n={n} (vs {ref})")
+
+    def cell(b: float) -> str:
+        return f"{b / 2**20:8.1f} MiB" + (f" ({b / hnsw.total:4.2f}x)" if hnsw else "")
+
+    print(f"  hot path (codes + graph)      {cell(hot)}")
+    for dtype in RERANK_DTYPES:
+        total = hot + n * per_row[dtype]["float_vectors"]
+        print(f"  total, rerank_dtype={dtype:9s} {cell(total)}")
 
 
 def report(args: argparse.Namespace, x: np.ndarray, metric: str, runners: list[Runner],

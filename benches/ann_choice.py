@@ -9,18 +9,23 @@ top-``depth`` candidates, :func:`ordcore.ann._estimates`) and the recall@10 of a
     python benches/ann_choice.py glosses --n 20000 100000
     python benches/ann_choice.py sift --n 20000 200000 --bits 4 8
 
-With ``--filter``, it measures filtered search instead (a ``bits=2`` index; recall@10 against
-exact filtered search and queries per second on 1 thread, per share of allowed ids), around
-the switch to the exact scan of the allowed set (``allowed**2 <= 4 * ef * n``):
+With ``--filter``, it measures filtered search instead (a ``bits="auto"`` index; both paths,
+graph and exact scan of the allowed set, at the same allowed counts: recall@10 against exact
+filtered search and CPU-time queries per second on 1 thread), around the switch to the scan
+(``allowed**2 <= factor(dim) * ef * n``, ``factor = 4 * (384 / dim) ** 0.75``):
 
     python benches/ann_choice.py glosses --n 100000 --filter
+    python benches/ann_choice.py sift --n 100000 --filter
+    python benches/ann_choice.py glove50 --n 100000 --filter
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -76,29 +81,53 @@ def main() -> None:
             print(line, flush=True)
 
 
-def filtered(dataset: str, n: int, nq: int) -> None:
+def scan_factor(dim: int) -> float:
+    """The factor of the switch to the exact scan (``rust/ordcore-core/src/ann/search.rs``,
+    ``filter_scan_factor``): ``allowed**2 <= factor * ef * n`` scans."""
+    return max(1.0, 4.0 * (384.0 / dim) ** 0.75)
+
+
+def filtered(dataset: str, n: int, nq: int, ef: int = 64) -> None:
+    """Both paths of a filtered search at the same allowed counts (the path forced through
+    ``ORDCORE_ANN_FILTER_SCAN_FACTOR``), around the switch: CPU-time queries per second on 1
+    thread and recall@10 against exact filtered search; where the two cost the same,
+    ``allowed**2 / (ef * n)`` is the factor the switch should use."""
     x, q, _, metric = load(dataset, n, nq)
-    idx = ann.BQGraphIndex(x.shape[1], metric=metric, bits=2)  # type: ignore[arg-type]
-    idx.add(x)
+    idx = ann.BQGraphIndex(x.shape[1], metric=metric)  # type: ignore[arg-type]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idx.add(x)
     n = len(x)
-    switch = (4 * 64 * n) ** 0.5
-    print(f"# {dataset} n={n}: exact scan below {switch:.0f} allowed ids ({switch / n:.4f})")
+    factor = scan_factor(x.shape[1])
+    switch = (factor * ef * n) ** 0.5
+    print(f"# {dataset} n={n} d={x.shape[1]} bits={idx.bits} rotation={idx.rotation} ef={ef}: "
+          f"exact scan below {switch:.0f} allowed ids (factor {factor:.2f})", flush=True)
     rng = np.random.default_rng(0)
-    for share in (0.5, 0.2, 0.1, 1.1 * switch / n, 0.99 * switch / n, 0.05, 0.01, 0.001):
-        m = max(1, int(share * n))
+    for f in (0.5, 1, 2, 4, 8, 16, 32):
+        m = min(n, max(1, int((f * ef * n) ** 0.5)))
         rows = np.sort(rng.choice(n, size=m, replace=False))
         truth = ann.exact_search(x[rows], q, 10, metric=metric)[0]  # type: ignore[arg-type]
         truth = np.where(truth >= 0, rows[np.maximum(truth, 0)], -1)
-        times = []
-        for _ in range(3):
-            t = time.perf_counter()
-            found = idx.search(q, 10, filter=rows, num_threads=1)[0]
-            times.append(time.perf_counter() - t)
         kk = min(10, m)
-        rec = ann.recall_at_k(found[:, :kk], truth[:, :kk])
-        path = "scan" if m * m <= 4 * 64 * n else "graph"
-        print(f"share={share:.4f} allowed={m:7d} path={path:5s} recall@10={rec:.4f} "
-              f"qps={len(q) / min(times):8.0f}", flush=True)
+        cells = []
+        qps = {}
+        for path, forced in (("graph", "0"), ("scan", "1e30")):
+            os.environ["ORDCORE_ANN_FILTER_SCAN_FACTOR"] = forced
+            try:
+                idx.search(q[:20], 10, ef_search=ef, filter=rows, num_threads=1)
+                times = []
+                for _ in range(2):
+                    t = time.process_time()
+                    found = idx.search(q, 10, ef_search=ef, filter=rows, num_threads=1)[0]
+                    times.append(time.process_time() - t)
+            finally:
+                del os.environ["ORDCORE_ANN_FILTER_SCAN_FACTOR"]
+            qps[path] = len(q) / min(times)
+            rec = ann.recall_at_k(found[:, :kk], truth[:, :kk])
+            cells.append(f"{path} {qps[path]:7.0f} qps recall@10 {rec:.4f}")
+        picked = "scan" if m * m <= factor * ef * n else "graph"
+        print(f"allowed={m:7d} allowed^2/(ef n)={m * m / (ef * n):6.2f}  " + "  ".join(cells)
+              + f"  graph/scan {qps['graph'] / qps['scan']:5.2f}  rule: {picked}", flush=True)
 
 
 if __name__ == "__main__":

@@ -352,3 +352,26 @@ def test_choice_is_a_copy_and_messages_name_auto() -> None:
         ann.choose_codes(np.zeros((0, 16), np.float32), metric="l2")
     deep = ann.choose_codes(x, metric="l2", k=100)
     assert "recall@100 at ef_search=100" in deep["reason"]
+
+
+def test_filter_switch_to_the_exact_scan_depends_on_the_dimension() -> None:
+    """The exact scan of the allowed rows takes over up to ``allowed**2 <= F * ef * n`` with
+    ``F = max(1, 4 * (384 / dim) ** 0.75)``: on 50-d rows up to 2.1 times the allowed ids of
+    384-d rows (where the two paths cost the same, measured on GloVe-50 / glosses). The scan
+    returns exact distances even with ``rerank=False`` (the graph path: code distances),
+    which tells the paths apart, and exact filtered search's ids."""
+    n, ef = 4000, 64
+    for dim in (50, 384):
+        rng = np.random.default_rng(dim)
+        x = rng.standard_normal((n, dim)).astype(np.float32)
+        q = rng.standard_normal((20, dim)).astype(np.float32)
+        idx = ann.BQGraphIndex(dim, metric="l2", bits=4)
+        idx.add(x)
+        factor = max(1.0, 4 * (384 / dim) ** 0.75)
+        switch = int((factor * ef * n) ** 0.5)
+        for m, scans in ((switch, True), (switch + 20, False)):
+            rows = np.sort(rng.choice(n, size=m, replace=False))
+            found, d = idx.search(q, 10, ef_search=ef, rerank=False, filter=rows)
+            truth, dt = ann.exact_search(x[rows], q, 10, "l2")
+            exact = bool(np.array_equal(found, rows[truth]) and np.allclose(d, dt))
+            assert exact == scans, (dim, m, scans)

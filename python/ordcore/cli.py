@@ -510,8 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="code bits per dimension (auto: the cheapest code estimated to reach "
                         "recall@10 0.97 on the data; 2: sign + magnitude, 1: sign, "
                         "4 / 8: scalar codes scored against the query)")
-    p.add_argument("--R", type=_positive_int, default=64, help="max degree R of the graph")
-    p.add_argument("--L-build", type=_positive_int, default=128, help="build beam width L")
+    p.add_argument("--R", type=_positive_int, default=None,
+                   help="max degree R of the graph (default 64, 56 below 64 dimensions)")
+    p.add_argument("--L-build", type=_positive_int, default=None,
+                   help="build beam width L (default 128, 64 below 64 dimensions)")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")
     p.add_argument("--rotation", choices=["auto", "none", "hadamard"], default="auto",
                    help="hadamard: center and rotate first (for Euclidean-native data); "

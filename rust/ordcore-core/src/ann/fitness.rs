@@ -13,7 +13,7 @@
 
 use rayon::prelude::*;
 
-use super::codes::{self, words_for};
+use super::codes::{self, words_for, CodeDist};
 use super::encode::{column_mean, encode_rows, sq_metric, sq_term};
 use super::metric::{prepare_rows, validate_rows, Metric};
 use super::rotation::Rotation;
@@ -63,11 +63,43 @@ impl CodeScorer for SymmetricCodes {
         self.codes.len() / self.cw.max(1)
     }
     fn scores(&self, i: usize, out: &mut [f32]) {
-        let ci = &self.codes[i * self.cw..(i + 1) * self.cw];
-        for (o, cj) in out.iter_mut().zip(self.codes.chunks_exact(self.cw)) {
-            // Distances are at most 4 * 2^20 < 2^24: exact in f32.
-            *o = codes::code_distance(ci, cj, self.code_dim, self.bits) as f32;
+        #[cfg(target_arch = "x86_64")]
+        if codes::has_popcnt() {
+            // SAFETY: the CPU supports popcnt (checked at run time).
+            return unsafe { self.scores_popcnt(i, out) };
         }
+        self.scores_impl(i, out)
+    }
+}
+
+impl SymmetricCodes {
+    /// `out[j]`: [`codes::code_distance`] of rows `i` and `j` (the kernels it calls, bound
+    /// here so that they inline into the `popcnt` copy).
+    #[inline(always)]
+    fn scores_impl(&self, i: usize, out: &mut [f32]) {
+        #[inline(always)]
+        fn each(codes: &[u64], cw: usize, i: usize, out: &mut [f32], d: impl CodeDist) {
+            let ci = &codes[i * cw..(i + 1) * cw];
+            for (o, cj) in out.iter_mut().zip(codes.chunks_exact(cw)) {
+                // Distances are at most 4 * 2^20 < 2^24: exact in f32.
+                *o = d.dist(ci, cj) as f32;
+            }
+        }
+        let words = words_for(self.code_dim);
+        if self.bits == 1 {
+            each(&self.codes, self.cw, i, out, codes::Hamming { words })
+        } else {
+            let dim = self.code_dim as u32;
+            each(&self.codes, self.cw, i, out, codes::SignMag { words, dim })
+        }
+    }
+
+    /// [`Self::scores_impl`] compiled with `popcnt` (the same integer distances; without the
+    /// feature each popcount is a dozen bit operations).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn scores_popcnt(&self, i: usize, out: &mut [f32]) {
+        self.scores_impl(i, out)
     }
 }
 

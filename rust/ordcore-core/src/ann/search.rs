@@ -101,20 +101,32 @@ pub(super) fn result_buffers(nq: usize, k: usize) -> Result<(Vec<i64>, Vec<f32>)
 }
 
 /// Whether a filtered search scans the `allowed` live vectors exactly instead of searching
-/// the graph (`ef` the requested beam, `n_nodes` the graph's size): when the allowed set is
-/// at most [`FILTER_SCAN_FACTOR`] times the beam the graph search would need (`ef` widened by
-/// the share of nodes the filter excludes, `ef * n_nodes / allowed`), i.e. `allowed^2 <=
-/// FILTER_SCAN_FACTOR * ef * n_nodes`.
-pub(super) fn filter_scans(allowed: usize, ef: usize, n_nodes: usize) -> bool {
-    (allowed as u128).pow(2) <= FILTER_SCAN_FACTOR as u128 * ef as u128 * n_nodes as u128
+/// the graph (`ef` the requested beam, `n_nodes` the graph's size, `dim` the vectors'
+/// dimension): when the allowed set is at most [`filter_scan_factor`]`(dim)` times the beam
+/// the graph search would need (`ef` widened by the share of nodes the filter excludes,
+/// `ef * n_nodes / allowed`), i.e. `allowed^2 <= filter_scan_factor(dim) * ef * n_nodes`.
+pub(super) fn filter_scans(allowed: usize, ef: usize, n_nodes: usize, dim: usize) -> bool {
+    (allowed as f64).powi(2) <= filter_scan_factor(dim) * ef as f64 * n_nodes as f64
 }
 
-/// See [`filter_scans`]. Measured (`python benches/ann_choice.py glosses --n 100000 --filter`,
-/// 2-bit codes, `ef_search` 64, 1 thread, queries per second of the graph path / the exact
-/// scan, recall@10 of the graph path): 5,000 allowed ids 713 / 667 (0.993), 3,000: 365 /
-/// ~1,100 (0.997), 1,000: 98 / 3,946 (0.997), 10,000: 1,086 / ~330 (0.998); the two cost the
-/// same at about 5,000 = sqrt(4 * 64 * 100,000).
-pub(super) const FILTER_SCAN_FACTOR: usize = 4;
+/// See [`filter_scans`]: `4 * (384 / dim)^(3/4)`, at least 1. A scanned row costs a float
+/// distance of `dim` terms, a graph step a few code distances and beam updates whose cost
+/// grows more slowly with `dim`, so the scan pays off longer on low-dimensional data.
+/// Measured (`python benches/ann_choice.py DATASET --n 100000 --filter`, `bits="auto"`,
+/// float32 rerank store, `ef_search` 64, 1 thread, CPU time): the graph path and the scan
+/// cost the same at `allowed^2 / (ef * n)` = 4.5 on glosses (384-d, 2 bits; the factor is
+/// 4), 6.3-8 on SIFT (128-d, 4 bits; 9.1), 20-21 on GloVe (50-d, 4 bits; 18.5), in two runs
+/// each for SIFT and GloVe. The graph path's recall@10 there is 0.99-1.0, the scan's 1.0. The environment variable
+/// `ORDCORE_ANN_FILTER_SCAN_FACTOR` (a number >= 0, read on each search) replaces the
+/// factor, so that the calibration can time both paths at the same allowed count (0: always
+/// the graph, a huge value: always the scan).
+pub(super) fn filter_scan_factor(dim: usize) -> f64 {
+    let forced = std::env::var("ORDCORE_ANN_FILTER_SCAN_FACTOR")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|f| f.is_finite() && *f >= 0.0);
+    forced.unwrap_or_else(|| (4.0 * (384.0 / dim.max(1) as f64).powf(0.75)).max(1.0))
+}
 
 /// Queries searched in lock-step (`graph::run_beams`): 2 to 8 measured alike, 8-14% less
 /// CPU time than one at a time on SIFT 100k (bits=8); results do not depend on it.
@@ -234,7 +246,7 @@ impl BQGraphIndex {
         let ef = ef_search.min(n_nodes).max(k);
         let rk = rerank_k.unwrap_or(ef).clamp(k, ef);
         let scan_all = (rerank && ef_search.max(k) >= live)
-            || (allowed.is_some() && filter_scans(live, ef_search.max(k), n_nodes));
+            || (allowed.is_some() && filter_scans(live, ef_search.max(k), n_nodes, dim));
         let beam = (ef + self.n_deleted.min(ef))
             .max(((ef as u128 * n_nodes as u128).div_ceil(live as u128)) as usize)
             .min(n_nodes);

@@ -369,3 +369,26 @@ fn scalar_searches_start_at_the_nearest_sampled_node() {
         }
     }
 }
+
+#[test]
+fn filter_scan_switch_depends_on_the_dimension() {
+    use super::search::filter_scans;
+    // 384-d: factor 4, about 5,060 of 100,000 ids at ef 64 (the glosses calibration).
+    assert!(filter_scans(5_000, 64, 100_000, 384));
+    assert!(!filter_scans(5_200, 64, 100_000, 384));
+    // 128-d: factor 9.1, about 7,640 ids; 50-d: factor 18.5, about 10,870 ids.
+    assert!(filter_scans(7_500, 64, 100_000, 128));
+    assert!(!filter_scans(7_800, 64, 100_000, 128));
+    assert!(filter_scans(10_800, 64, 100_000, 50));
+    assert!(!filter_scans(11_000, 64, 100_000, 50));
+    // Never below factor 1, and the switch grows with `ef` and the graph's size.
+    assert!(filter_scans(2_500, 64, 100_000, 1 << 20));
+    assert!(!filter_scans(2_600, 64, 100_000, 1 << 20));
+    assert!(filter_scans(7_100, 128, 100_000, 384));
+    assert!(filter_scans(
+        u32::MAX as usize,
+        u32::MAX as usize,
+        u32::MAX as usize,
+        1
+    ));
+}

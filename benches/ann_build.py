@@ -1,0 +1,130 @@
+"""Build time of ordcore's BQGraphIndex against hnswlib (M=16, ef_construction=200), with the
+recall@10 each graph reaches at fixed ``ef_search``.
+
+Builds alternate (ordcore settings in turn, then hnswlib, ``--reps`` times), so load from
+other work hits each alike; times are CPU seconds of the build's threads
+(``time.process_time``, ``--threads`` build threads; the ``bits="auto"`` choice is part of
+ordcore's first ``add`` and of its time). The best of ``--reps`` is kept. Searches then run
+at 1 thread and report recall@10 and CPU-time queries per second at each ``--efs``.
+
+    python benches/ann_build.py --dataset sift --n 20000
+    python benches/ann_build.py --dataset glove50 --n 100000 --reps 1
+    python benches/ann_build.py --dataset glove50 --n 20000 --settings "R=64,L_build=128;"
+
+``--settings`` lists the ordcore keyword sets to build, separated by ``;`` (empty: the
+defaults). Measured (2 build threads on 2 cores shared with other work, load 3-6; 20k rows
+with 500 queries, full size with 1000), ordcore / hnswlib build CPU time and recall@10 at
+``ef_search`` 64 / 128 (hnswlib's in brackets):
+
+* SIFT 20k (R=64, L_build=128): 1.26x; 0.9984 / 0.9998 (0.9950 / 0.9996). ``L_build=64``
+  builds at 0.80x with the same recall at 20k, but on 200k rows it costs recall: 0.9248 /
+  0.9605 against 0.9254 / 0.9793, and at most 0.977 by ``ef_search`` 256 against 0.993
+  (``L_build=96``: 0.9267 / 0.9692); a first pass at 64 instead of 32 does not restore it.
+* SIFT 200k: 0.54x; 0.9254 / 0.9793 (0.9884 / 0.9960).
+* GloVe-50 20k (R=56, L_build=64): 1.01x; 0.9940 / 0.9990 (0.9764 / 0.9950); with the
+  earlier R=64, L_build=128: 1.94x, 0.9976 / 1.0000. 100k: 0.89x (1.66x), 0.9795 / 0.9953
+  (0.9864 / 0.9974). 200k: 0.56x; 0.9677 / 0.9880 (0.9235 / 0.9675).
+* glosses 20k (R=64, L_build=128): 0.97x; 0.9928 / 0.9976 (0.9906 / 0.9982); 100k: 0.73x;
+  0.9865 / 0.9960 (0.9891 / 0.9960). ``L_build=64`` builds it at 0.65x / 0.35x with the same
+  recall (0.9926 / 0.9976 at 20k, 0.9878 / 0.9962 at 100k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ann import load  # noqa: E402
+
+from ordcore import ann  # noqa: E402
+
+
+def parse_settings(text: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in text.split(";"):
+        kw: dict[str, Any] = {}
+        for item in filter(None, (p.strip() for p in part.split(","))):
+            key, value = item.split("=")
+            kw[key] = int(value) if value.lstrip("-").isdigit() else (None if value == "None" else value)
+        out.append(kw)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dataset", choices=["glosses", "sift", "glosses-pca50", "glove50"], default="sift")
+    ap.add_argument("--n", type=int, default=20000)
+    ap.add_argument("--nq", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--efs", default="64,128")
+    ap.add_argument("--settings", default="", help="ordcore keyword sets, ';'-separated")
+    ap.add_argument("--no-hnswlib", action="store_true")
+    args = ap.parse_args()
+    x, q, gt, metric = load(args.dataset, args.n, args.nq)
+    efs = [int(e) for e in args.efs.split(",")]
+    settings = parse_settings(args.settings)
+    print(f"{args.dataset}: n={x.shape[0]} dim={x.shape[1]} metric={metric} build threads="
+          f"{args.threads} clock=cpu load={os.getloadavg()[0]:.1f}", flush=True)
+    names = [",".join(f"{k}={v}" for k, v in kw.items()) or "defaults" for kw in settings]
+    builds: dict[str, list[float]] = {name: [] for name in names}
+    built: dict[str, Any] = {}
+    hnsw = None
+    for _ in range(args.reps):
+        for name, kw in zip(names, settings):
+            idx = ann.BQGraphIndex(x.shape[1], metric=metric, **kw)  # type: ignore[arg-type]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                t = time.process_time()
+                idx.add(x, num_threads=args.threads)
+                builds[name].append(time.process_time() - t)
+            built[name] = idx
+        if not args.no_hnswlib:
+            import hnswlib
+
+            hnsw = hnswlib.Index(space="ip" if metric == "cosine" else "l2", dim=x.shape[1])
+            hnsw.init_index(max_elements=x.shape[0], M=16, ef_construction=200, random_seed=0)
+            hnsw.set_num_threads(args.threads)
+            t = time.process_time()
+            hnsw.add_items(x)
+            builds.setdefault("hnswlib", []).append(time.process_time() - t)
+    if hnsw is not None:
+        hnsw.set_num_threads(1)
+
+    def search(name: str, ef: int) -> tuple[float, float]:
+        t = time.process_time()
+        if name == "hnswlib":
+            assert hnsw is not None
+            hnsw.set_ef(max(ef, 10))
+            ids = hnsw.knn_query(q, k=10)[0].astype(np.int64)
+        else:
+            ids = built[name].search(q, 10, ef_search=ef, num_threads=1)[0]
+        s = time.process_time() - t
+        return ann.recall_at_k(ids, gt), len(q) / s
+
+    ref = min(builds["hnswlib"]) if "hnswlib" in builds else None
+    for name in builds:
+        cells = []
+        for ef in efs:
+            rec, qps = max((search(name, ef) for _ in range(2)), key=lambda v: v[1])
+            cells.append(f"ef {ef}: recall@10 {rec:.4f} {qps:7.0f} qps")
+        extra = ""
+        if name != "hnswlib":
+            idx = built[name]
+            extra = f" (bits={idx.bits} rotation={idx.rotation} R={idx.R} L_build={idx.L_build})"
+        ratio = f" {min(builds[name]) / ref:5.2f}x hnswlib" if ref else ""
+        print(f"  {name:24s} build {min(builds[name]):7.2f} s{ratio}  " + "  ".join(cells) + extra,
+              flush=True)
+    print(f"load at end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
