@@ -1,8 +1,8 @@
 //! The butterflies. The generic code here is `#[inline(always)]` code that the compiler
 //! vectorizes; [`pow2_rows`], [`kmix`] and [`mul_assign`] pick, once per call (a batch of
 //! rows), a copy compiled for AVX2+FMA, or for power-of-two groups the hand-blocked
-//! kernels of `avx512` and `avx2` (one template, [`simd_kernel`]), when the CPU has them (runtime detection, no
-//! `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
+//! kernels of `avx512` and `avx2` (one template, `simd_kernel!`), when the CPU has them
+//! (runtime detection, no `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
 //! additions in the same order, with the scale and signs applied to the input, so all of
 //! them give the same bits.
 

@@ -22,7 +22,12 @@
 //!   block once, then each lookup takes 9 consecutive bits of it; decoding's lookups emit
 //!   the coordinate bits interleaved, so a final Morton de-interleave yields the three
 //!   coordinates. Level-major over blocks of points, so each level is one gather loop.
-//! * Morton: magic-number bit spreads, vectorized.
+//! * Morton: magic-number bit spreads, vectorized. With AVX-512 VBMI, 3-D codes of uint8
+//!   coordinates of at most 6 bits (encode) and of at most 15 bits into uint8 (decode) are
+//!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers).
+//! * `(n, 3)` rows: with AVX-512 VBMI every 3-D kernel splits rows into columns (and
+//!   interleaves decoded columns back) a block at a time by two-source permutes
+//!   ([`rows3`]), as the compiler's strided loads and stores cost several times more.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -451,10 +456,30 @@ fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F2<U, O>) -> U
 }
 
 /// `out[k] = f(x[k], y[k], z[k])` over a 3-D chunk; returns the OR of every input value.
+/// With `scratch` (three columns of equal length, given only where [`rows3`] runs), rows
+/// are first split into it a block at a time.
 #[inline(always)]
-fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F3<U, O>) -> U {
+fn map3<U: Word, O: Word>(
+    src: Src<'_, U>,
+    out: &mut [O],
+    f: impl F3<U, O>,
+    scratch: Option<&mut [&mut [U]; 3]>,
+) -> U {
     let mut acc = U::default();
     match src {
+        Src::Rows(s) if scratch.is_some() => {
+            let sc = scratch.unwrap_or_else(|| unreachable!());
+            let w = sc[0].len();
+            for (ob, rb) in out.chunks_mut(w).zip(s.chunks(3 * w)) {
+                let m = ob.len();
+                split_rows(rb, sc, m);
+                let [x, y, z] = sc;
+                for (((o, &a), &b), &c) in ob.iter_mut().zip(&x[..m]).zip(&y[..m]).zip(&z[..m]) {
+                    acc = acc.or(a).or(b).or(c);
+                    *o = f.f(a, b, c);
+                }
+            }
+        }
         Src::Rows(s) => {
             for (o, r) in out.iter_mut().zip(s.chunks_exact(3)) {
                 acc = acc.or(r[0]).or(r[1]).or(r[2]);
@@ -496,11 +521,36 @@ fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G2<U, O>) -
     acc
 }
 
-/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`.
+/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`. With
+/// `scratch` (three columns of at least `vals.len()`, given only where [`rows3`] runs),
+/// rows are written as columns into it, then interleaved.
 #[inline(always)]
-fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) {
+fn put3<V: Word, O: Word>(
+    vals: &[V],
+    r0: usize,
+    dst: &mut Dst<'_, O>,
+    f: impl G3<V, O>,
+    scratch: Option<&mut [&mut [O]; 3]>,
+) {
     let n = vals.len();
     match dst {
+        Dst::Rows(o) if scratch.is_some() => {
+            let sc = scratch.unwrap_or_else(|| unreachable!());
+            {
+                let [x, y, z] = &mut *sc;
+                let it = x[..n]
+                    .iter_mut()
+                    .zip(y[..n].iter_mut())
+                    .zip(z[..n].iter_mut());
+                for (((xo, yo), zo), &v) in it.zip(vals) {
+                    let [a, b, c] = f.g(v);
+                    *xo = a;
+                    *yo = b;
+                    *zo = c;
+                }
+            }
+            merge_rows(sc, &mut o[3 * r0..3 * (r0 + n)], n);
+        }
         Dst::Rows(o) => {
             for (r, &v) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(vals) {
                 let [a, b, c] = f.g(v);
@@ -523,6 +573,45 @@ fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G
         }
     }
 }
+
+/// `cols[j][k] = rows[3k + j]` for `k < m` ([`rows3`] where the scratch exists, i.e. on
+/// AVX-512 with VBMI; the tail in scalar code).
+#[inline(always)]
+fn split_rows<U: Word>(rows: &[U], cols: &mut [&mut [U]; 3], m: usize) {
+    assert!(rows.len() >= 3 * m && cols.iter().all(|c| c.len() >= m));
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a scratch is handed down only where `fast9` holds (AVX-512 F/BW and VBMI);
+    // lengths asserted above.
+    let done = unsafe { rows3::split(rows, m, cols) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    let [x, y, z] = cols;
+    for k in done..m {
+        x[k] = rows[3 * k];
+        y[k] = rows[3 * k + 1];
+        z[k] = rows[3 * k + 2];
+    }
+}
+
+/// `rows[3k + j] = cols[j][k]` for `k < m` (as [`split_rows`]).
+#[inline(always)]
+fn merge_rows<O: Word>(cols: &[&mut [O]; 3], rows: &mut [O], m: usize) {
+    assert!(rows.len() >= 3 * m && cols.iter().all(|c| c.len() >= m));
+    let c: [&[O]; 3] = [&cols[0][..m], &cols[1][..m], &cols[2][..m]];
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as for split_rows.
+    let done = unsafe { rows3::merge(c, m, rows) };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = 0;
+    for k in done..m {
+        rows[3 * k] = c[0][k];
+        rows[3 * k + 1] = c[1][k];
+        rows[3 * k + 2] = c[2][k];
+    }
+}
+
+/// Rows per block of the `(n, 3)` split and merge of the Morton kernels.
+const SUB: usize = 1024;
 
 /// The 3-D tables in Morton layout (see the module docs), `u32` entries
 /// `(payload << STATE_BITS) | next_state`: `full_*` for 3 levels per lookup
@@ -647,6 +736,10 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32, fast9
     let mut acc = U::default();
     let mut mb = [O::default(); BLOCK];
     let mut st = [0u32; BLOCK];
+    let mut sb = [[U::default(); BLOCK]; 3];
+    let [s0, s1, s2] = &mut sb;
+    let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
+    let mut sc = (fast9 && matches!(src, Src::Rows(_))).then_some(&mut sc);
     for (bi, ob) in out.chunks_mut(BLOCK).enumerate() {
         let n = ob.len();
         let r0 = bi * BLOCK;
@@ -655,7 +748,7 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32, fast9
             Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
             Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
         };
-        acc = acc.or(map3(part, m, M3E(2, 1, 0)));
+        acc = acc.or(map3(part, m, M3E(2, 1, 0), sc.as_deref_mut()));
         h3_walk(false, fast9, nbits, m, ob, &mut st[..n]);
     }
     acc
@@ -674,6 +767,10 @@ fn h3_decode<U: Word, O: Word, L: Word>(
     let mut cbuf = [L::default(); BLOCK];
     let mut ab = [L::default(); BLOCK];
     let mut st = [0u32; BLOCK];
+    let mut sb = [[O::default(); BLOCK]; 3];
+    let [s0, s1, s2] = &mut sb;
+    let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
+    let mut sc = (fast9 && matches!(dst, Dst::Rows(_))).then_some(&mut sc);
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
         for (w, &c) in cbuf.iter_mut().zip(cb) {
@@ -682,20 +779,43 @@ fn h3_decode<U: Word, O: Word, L: Word>(
         }
         let a = &mut ab[..n];
         h3_walk(true, fast9, nbits, &cbuf[..n], a, &mut st[..n]);
-        put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
+        put3(
+            a,
+            bi * BLOCK,
+            dst,
+            M3D::<L>(2, 1, 0, PhantomData),
+            sc.as_deref_mut(),
+        );
     }
     acc
 }
 
 /// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
 #[inline(always)]
-fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
+fn m3_decode<U: Word, O: Word>(
+    codes: &[U],
+    dst: &mut Dst<'_, O>,
+    f: impl G3<U, O>,
+    fast9: bool,
+) -> U {
     let mut acc = U::default();
+    if fast9 && matches!(dst, Dst::Rows(_)) {
+        let mut sb = [[O::default(); SUB]; 3];
+        let [s0, s1, s2] = &mut sb;
+        let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
+        for (bi, cb) in codes.chunks(SUB).enumerate() {
+            for &c in cb {
+                acc = acc.or(c);
+            }
+            put3(cb, bi * SUB, dst, f, Some(&mut sc));
+        }
+        return acc;
+    }
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         for &c in cb {
             acc = acc.or(c);
         }
-        put3(cb, bi * BLOCK, dst, f);
+        put3(cb, bi * BLOCK, dst, f, None);
     }
     acc
 }
@@ -720,7 +840,45 @@ fn encode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            map3(src, out, M3E(s0, 1, s2))
+            // uint8 coordinates of at most 6 bits into uint16 / uint32: table lookups.
+            #[cfg(target_arch = "x86_64")]
+            if fast9
+                && U::BITS == 8
+                && nbits <= 6
+                && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5))
+            {
+                let n = out.len();
+                let (ptrs, rows) = match src {
+                    Src::Rows(s) => {
+                        assert!(s.len() >= 3 * n);
+                        ([s.as_ptr() as *const u8; 3], true)
+                    }
+                    Src::Cols(c) => {
+                        assert!(c.iter().all(|c| c.len() >= n));
+                        (c.map(|c| c.as_ptr() as *const u8), false)
+                    }
+                };
+                let ob = (O::BITS / 8) as usize;
+                // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u8 and O u16 or u32
+                // (every Word is the unsigned type of its width); lengths asserted above.
+                let (done, a) = unsafe {
+                    rows3::morton3_u8(ptrs, rows, n, out.as_mut_ptr() as *mut u8, ob, [s0, 1, s2])
+                };
+                let rest = match src {
+                    Src::Rows(s) => Src::Rows(&s[3 * done..]),
+                    Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
+                };
+                let tail = map3(rest, &mut out[done..], M3E(s0, 1, s2), None);
+                return tail.or(U::from_u64(a as u64));
+            }
+            if fast9 && matches!(src, Src::Rows(_)) {
+                let mut sb = [[U::default(); SUB]; 3];
+                let [a, b, c] = &mut sb;
+                let mut sc = [&mut a[..], &mut b[..], &mut c[..]];
+                map3(src, out, M3E(s0, 1, s2), Some(&mut sc))
+            } else {
+                map3(src, out, M3E(s0, 1, s2), None)
+            }
         }
     }
 }
@@ -748,12 +906,41 @@ fn decode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
+            // uint16 codes of at most 15 bits into uint8: table lookups.
+            #[cfg(target_arch = "x86_64")]
+            if fast9 && U::BITS == 16 && O::BITS == 8 && nbits <= 5 {
+                let n = codes.len();
+                let (ptrs, rows) = match &mut dst {
+                    Dst::Rows(o) => {
+                        assert!(o.len() >= 3 * n);
+                        ([o.as_mut_ptr() as *mut u8; 3], true)
+                    }
+                    Dst::Cols(c) => {
+                        assert!(c.iter().all(|c| c.len() >= n));
+                        ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+                    }
+                };
+                // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u16 and O u8 (every
+                // Word is the unsigned type of its width); lengths asserted above.
+                let (done, a) = unsafe {
+                    rows3::morton3_dec_u16(codes.as_ptr() as *const u16, n, ptrs, rows, [s0, 1, s2])
+                };
+                let mut rest = match dst {
+                    Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+                    Dst::Cols([x, y, z]) => {
+                        Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]])
+                    }
+                };
+                let f = M3D::<u16>(s0, 1, s2, PhantomData);
+                let tail = m3_decode(&codes[done..], &mut rest, f, false);
+                return tail.or(U::from_u64(a as u64));
+            }
             if nbits <= 5 {
-                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData))
+                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData), fast9)
             } else if nbits <= 10 {
-                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData))
+                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData), fast9)
             } else {
-                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData))
+                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData), fast9)
             }
         }
     }
@@ -1033,6 +1220,434 @@ mod perm9 {
             }
         }
         acc
+    }
+}
+
+/// Row-major `(n, 3)` blocks to three columns and back by AVX-512 two-source permutes, for
+/// lanes of 8 (VBMI), 16 (BW), 32 and 64 bits: `W` rows (three vectors `a, b, c`) give each
+/// column as one `vpermt2` of `a, b` and one masked `vperm` of `c`; back, each row vector is
+/// one `vpermt2` of two columns and one masked `vperm` of the third. Six permutes per `W`
+/// rows, where the compiler's own de-interleave of the strided loop (shifts, blends and
+/// in-lane shuffles on 256-bit halves) costs several times that and bounds the
+/// `(n, 3)` Morton kernels.
+#[cfg(target_arch = "x86_64")]
+mod rows3 {
+    use super::Word;
+    use std::arch::x86_64::*;
+
+    /// One permute step: the lane indices (little-endian lanes of `64 / w` bytes) and the
+    /// mask of the lanes the third vector supplies.
+    type Step = ([u8; 64], u64);
+
+    /// Column `j` of `w` rows in three vectors: lane `k` is element `3k + j` (the
+    /// two-source permute reads it mod `2w`, the one-source permute mod `w`).
+    const fn split_step(w: usize, j: usize) -> Step {
+        let (mut idx, mut mask, mut k) = ([0u8; 64], 0u64, 0);
+        while k < w {
+            let e = 3 * k + j;
+            idx[k * (64 / w)] = e as u8;
+            if e >= 2 * w {
+                mask |= 1 << k;
+            }
+            k += 1;
+        }
+        (idx, mask)
+    }
+
+    /// Row vector `v` of `w` rows from columns `x, y` (two-source, `y` at `w..`) and `z`
+    /// (masked): lane `l` is element `e = v w + l`, row `e / 3`, column `e % 3`.
+    const fn merge_step(w: usize, v: usize) -> Step {
+        let (mut idx, mut mask, mut l) = ([0u8; 64], 0u64, 0);
+        while l < w {
+            let e = v * w + l;
+            let (row, col) = (e / 3, e % 3);
+            idx[l * (64 / w)] = (row + if col == 1 { w } else { 0 }) as u8;
+            if col == 2 {
+                mask |= 1 << l;
+            }
+            l += 1;
+        }
+        (idx, mask)
+    }
+
+    macro_rules! width {
+        ($split:ident, $merge:ident, $t:ty, $w:expr, $feat:literal, $m:ty, $p2:ident, $mp:ident) => {
+            /// Columns `cols[j][k] = rows[3k + j]` for the first multiple of `W` of `n`
+            /// rows; returns the rows done.
+            ///
+            /// # Safety
+            /// The CPU has `$feat`; `rows` holds `3n` values and each column `n`.
+            #[target_feature(enable = $feat)]
+            unsafe fn $split(rows: *const $t, n: usize, cols: [*mut $t; 3]) -> usize {
+                const S: [Step; 3] = [split_step($w, 0), split_step($w, 1), split_step($w, 2)];
+                // SAFETY: in bounds as the caller guarantees (k + W <= n).
+                unsafe {
+                    let ix: [__m512i; 3] =
+                        std::array::from_fn(|j| _mm512_loadu_si512(S[j].0.as_ptr() as *const _));
+                    let mut k = 0;
+                    while k + $w <= n {
+                        let p = rows.add(3 * k);
+                        let a = _mm512_loadu_si512(p as *const _);
+                        let b = _mm512_loadu_si512(p.add($w) as *const _);
+                        let c = _mm512_loadu_si512(p.add(2 * $w) as *const _);
+                        for j in 0..3 {
+                            let v = $p2(a, ix[j], b);
+                            let v = $mp(v, S[j].1 as $m, ix[j], c);
+                            _mm512_storeu_si512(cols[j].add(k) as *mut _, v);
+                        }
+                        k += $w;
+                    }
+                    k
+                }
+            }
+
+            /// `rows[3k + j] = cols[j][k]` for the first multiple of `W` of `n` rows;
+            /// returns the rows done.
+            ///
+            /// # Safety
+            /// As for the split.
+            #[target_feature(enable = $feat)]
+            unsafe fn $merge(cols: [*const $t; 3], n: usize, rows: *mut $t) -> usize {
+                const M: [Step; 3] = [merge_step($w, 0), merge_step($w, 1), merge_step($w, 2)];
+                // SAFETY: in bounds as the caller guarantees (k + W <= n).
+                unsafe {
+                    let ix: [__m512i; 3] =
+                        std::array::from_fn(|j| _mm512_loadu_si512(M[j].0.as_ptr() as *const _));
+                    let mut k = 0;
+                    while k + $w <= n {
+                        let x = _mm512_loadu_si512(cols[0].add(k) as *const _);
+                        let y = _mm512_loadu_si512(cols[1].add(k) as *const _);
+                        let z = _mm512_loadu_si512(cols[2].add(k) as *const _);
+                        let p = rows.add(3 * k);
+                        for v in 0..3 {
+                            let r = $p2(x, ix[v], y);
+                            let r = $mp(r, M[v].1 as $m, ix[v], z);
+                            _mm512_storeu_si512(p.add(v * $w) as *mut _, r);
+                        }
+                        k += $w;
+                    }
+                    k
+                }
+            }
+        };
+    }
+
+    width!(
+        split8,
+        merge8,
+        u8,
+        64,
+        "avx512f,avx512bw,avx512vbmi",
+        __mmask64,
+        _mm512_permutex2var_epi8,
+        _mm512_mask_permutexvar_epi8
+    );
+    width!(
+        split16,
+        merge16,
+        u16,
+        32,
+        "avx512f,avx512bw",
+        __mmask32,
+        _mm512_permutex2var_epi16,
+        _mm512_mask_permutexvar_epi16
+    );
+    width!(
+        split32,
+        merge32,
+        u32,
+        16,
+        "avx512f",
+        __mmask16,
+        _mm512_permutex2var_epi32,
+        _mm512_mask_permutexvar_epi32
+    );
+    width!(
+        split64,
+        merge64,
+        u64,
+        8,
+        "avx512f",
+        __mmask8,
+        _mm512_permutex2var_epi64,
+        _mm512_mask_permutexvar_epi64
+    );
+
+    /// Byte `j` of the 3-D Morton spread of every 6-bit value shifted left by `s`.
+    const fn spread_byte(s: u32, j: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut v = 0;
+        while v < 64 {
+            let mut p = 0u32;
+            let mut b = 0;
+            while b < 6 {
+                p |= ((v as u32 >> b) & 1) << (3 * b);
+                b += 1;
+            }
+            t[v] = ((p << s) >> (8 * j)) as u8;
+            v += 1;
+        }
+        t
+    }
+
+    /// `SPREAD[s][j]`: [`spread_byte`]`(s, j)`.
+    const SPREAD: [[[u8; 64]; 3]; 3] = {
+        let mut t = [[[0u8; 64]; 3]; 3];
+        let mut s = 0;
+        while s < 3 {
+            let mut j = 0;
+            while j < 3 {
+                t[s][j] = spread_byte(s as u32, j);
+                j += 1;
+            }
+            s += 1;
+        }
+        t
+    };
+
+    /// Lanes of output vector `v` of `ob`-byte codes (2 or 4) from byte planes `B0, B1`
+    /// (two-source index; `B1` at 64..) and `B2` (mask `m2`); `m01` marks the lanes of
+    /// `B0, B1` (the others, byte 3 of 4-byte codes and `B2`'s, start at zero).
+    const fn planes_step(ob: usize, v: usize) -> ([u8; 64], u64, u64) {
+        let (mut idx, mut m01, mut m2, mut q) = ([0u8; 64], 0u64, 0u64, 0);
+        while q < 64 {
+            let (p, j) = ((64 * v + q) / ob, q % ob);
+            idx[q] = (p + if j == 1 { 64 } else { 0 }) as u8;
+            if j < 2 {
+                m01 |= 1 << q;
+            } else if j == 2 {
+                m2 |= 1 << q;
+            }
+            q += 1;
+        }
+        (idx, m01, m2)
+    }
+    const PLANES2: [([u8; 64], u64, u64); 2] = [planes_step(2, 0), planes_step(2, 1)];
+    const PLANES4: [([u8; 64], u64, u64); 4] = [
+        planes_step(4, 0),
+        planes_step(4, 1),
+        planes_step(4, 2),
+        planes_step(4, 3),
+    ];
+
+    /// 3-D Morton codes of `uint8` coordinates below 64 (rows, or three columns, `n` points
+    /// at `src`) into `ob`-byte codes (2: `uint16`, for at most 5 bits a coordinate; 4:
+    /// `uint32`) at `out`, coordinate `i` shifted left by `sh[i]`: 64 points a step, each
+    /// code byte the OR of three 64-entry table lookups (`vpermb`), the coordinates split
+    /// out of rows by [`split8`]'s permutes. Returns the points done (a multiple of 64) and
+    /// the OR of their coordinates.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW and VBMI; `src` holds `3n` values (`rows`) or each column
+    /// `n`, `out` `n` codes; `ob` is 2 or 4 and `sh` a permutation of 0, 1, 2.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn morton3_u8(
+        src: [*const u8; 3],
+        rows: bool,
+        n: usize,
+        out: *mut u8,
+        ob: usize,
+        sh: [u32; 3],
+    ) -> (usize, u8) {
+        const S: [Step; 3] = [split_step(64, 0), split_step(64, 1), split_step(64, 2)];
+        // SAFETY: in bounds as the caller guarantees (k + 64 <= n).
+        unsafe {
+            let ld = |p: *const u8| _mm512_loadu_si512(p as *const _);
+            let ix: [__m512i; 3] = std::array::from_fn(|j| ld(S[j].0.as_ptr()));
+            let nb = if ob == 2 { 2 } else { 3 };
+            let t: [[__m512i; 3]; 3] = std::array::from_fn(|i| {
+                std::array::from_fn(|j| ld(SPREAD[sh[i] as usize][j].as_ptr()))
+            });
+            let p2: [__m512i; 2] = std::array::from_fn(|v| ld(PLANES2[v].0.as_ptr()));
+            let p4: [__m512i; 4] = std::array::from_fn(|v| ld(PLANES4[v].0.as_ptr()));
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + 64 <= n {
+                let c: [__m512i; 3] = if rows {
+                    let p = src[0].add(3 * k);
+                    let (a, b, c) = (ld(p), ld(p.add(64)), ld(p.add(128)));
+                    std::array::from_fn(|j| {
+                        let v = _mm512_permutex2var_epi8(a, ix[j], b);
+                        _mm512_mask_permutexvar_epi8(v, S[j].1, ix[j], c)
+                    })
+                } else {
+                    std::array::from_fn(|i| ld(src[i].add(k)))
+                };
+                acc = _mm512_ternarylogic_epi64::<0xFE>(acc, c[0], _mm512_or_si512(c[1], c[2]));
+                let mut b = [_mm512_setzero_si512(); 3];
+                for (j, bj) in b.iter_mut().enumerate().take(nb) {
+                    *bj = _mm512_ternarylogic_epi64::<0xFE>(
+                        _mm512_permutexvar_epi8(c[0], t[0][j]),
+                        _mm512_permutexvar_epi8(c[1], t[1][j]),
+                        _mm512_permutexvar_epi8(c[2], t[2][j]),
+                    );
+                }
+                let o = out.add(ob * k);
+                if ob == 2 {
+                    for (v, &pi) in p2.iter().enumerate() {
+                        let r = _mm512_permutex2var_epi8(b[0], pi, b[1]);
+                        _mm512_storeu_si512(o.add(64 * v) as *mut _, r);
+                    }
+                } else {
+                    for (v, &pi) in p4.iter().enumerate() {
+                        let r = _mm512_maskz_permutex2var_epi8(PLANES4[v].1, b[0], pi, b[1]);
+                        let r = _mm512_mask_permutexvar_epi8(r, PLANES4[v].2, pi, b[2]);
+                        _mm512_storeu_si512(o.add(64 * v) as *mut _, r);
+                    }
+                }
+                k += 64;
+            }
+            let mut lanes = [0u8; 64];
+            _mm512_storeu_si512(lanes.as_mut_ptr() as *mut _, acc);
+            (k, lanes.iter().fold(0, |a, &l| a | l))
+        }
+    }
+
+    /// Bits of coordinate `(c >> s)` (every third bit of it, compacted) contributed by
+    /// 6-bit group `g` of a code, for every group value.
+    const fn gather_byte(s: u32, g: u32) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut v = 0;
+        while v < 64 {
+            let c = ((v as u32) << (6 * g)) >> s;
+            let (mut x, mut b) = (0u32, 0);
+            while b < 8 {
+                x |= ((c >> (3 * b)) & 1) << b;
+                b += 1;
+            }
+            t[v] = x as u8;
+            v += 1;
+        }
+        t
+    }
+
+    /// `GATHER[s][g]`: [`gather_byte`]`(s, g)`.
+    const GATHER: [[[u8; 64]; 3]; 3] = {
+        let mut t = [[[0u8; 64]; 3]; 3];
+        let mut s = 0;
+        while s < 3 {
+            let mut g = 0;
+            while g < 3 {
+                t[s][g] = gather_byte(s as u32, g as u32);
+                g += 1;
+            }
+            s += 1;
+        }
+        t
+    };
+
+    /// Coordinates of 3-D Morton codes of at most 15 bits (`uint16`, `n` at `codes`) as
+    /// `uint8`, coordinate `i` read from the code shifted right by `sh[i]`, into rows
+    /// (`out[0]`, `3n` bytes) or three columns: 64 codes a step, split into their 6-bit
+    /// groups (bytes), each coordinate the OR of three 64-entry table lookups (`vpermb`),
+    /// rows interleaved by [`merge8`]'s permutes. Returns the codes done (a multiple of 64)
+    /// and the OR of them.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW and VBMI; `codes` holds `n` values and the output `3n`
+    /// bytes (rows) or `n` per column; `sh` a permutation of 0, 1, 2.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn morton3_dec_u16(
+        codes: *const u16,
+        n: usize,
+        out: [*mut u8; 3],
+        rows: bool,
+        sh: [u32; 3],
+    ) -> (usize, u16) {
+        const M: [Step; 3] = [merge_step(64, 0), merge_step(64, 1), merge_step(64, 2)];
+        // SAFETY: in bounds as the caller guarantees (k + 64 <= n).
+        unsafe {
+            let ld = |p: *const u8| _mm512_loadu_si512(p as *const _);
+            let ix: [__m512i; 3] = std::array::from_fn(|j| ld(M[j].0.as_ptr()));
+            let t: [[__m512i; 3]; 3] = std::array::from_fn(|i| {
+                std::array::from_fn(|g| ld(GATHER[sh[i] as usize][g].as_ptr()))
+            });
+            let even: [u8; 64] = std::array::from_fn(|k| (2 * k) as u8);
+            let odd: [u8; 64] = std::array::from_fn(|k| (2 * k + 1) as u8);
+            let (even, odd) = (ld(even.as_ptr()), ld(odd.as_ptr()));
+            let (m3, m15) = (_mm512_set1_epi8(3), _mm512_set1_epi8(15));
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + 64 <= n {
+                let a = ld(codes.add(k) as *const u8);
+                let b = ld(codes.add(k + 32) as *const u8);
+                acc = _mm512_ternarylogic_epi64::<0xFE>(acc, a, b);
+                // Low and high bytes of the 64 codes; bits 6-7 of an index are ignored.
+                let lo = _mm512_permutex2var_epi8(a, even, b);
+                let hi = _mm512_permutex2var_epi8(a, odd, b);
+                // Group 1: bits 6-7 of lo (where m3 is set) and 0-3 of hi; group 2: bits 4-7
+                // of hi.
+                let g1 = _mm512_ternarylogic_epi64::<0xAC>(
+                    m3,
+                    _mm512_slli_epi16::<2>(hi),
+                    _mm512_srli_epi16::<6>(lo),
+                );
+                let g2 = _mm512_and_si512(_mm512_srli_epi16::<4>(hi), m15);
+                let c: [__m512i; 3] = std::array::from_fn(|i| {
+                    _mm512_ternarylogic_epi64::<0xFE>(
+                        _mm512_permutexvar_epi8(lo, t[i][0]),
+                        _mm512_permutexvar_epi8(g1, t[i][1]),
+                        _mm512_permutexvar_epi8(g2, t[i][2]),
+                    )
+                });
+                if rows {
+                    for (v, &iv) in ix.iter().enumerate() {
+                        let r = _mm512_permutex2var_epi8(c[0], iv, c[1]);
+                        let r = _mm512_mask_permutexvar_epi8(r, M[v].1, iv, c[2]);
+                        _mm512_storeu_si512(out[0].add(3 * k + 64 * v) as *mut _, r);
+                    }
+                } else {
+                    for (o, v) in out.iter().zip(c) {
+                        _mm512_storeu_si512(o.add(k) as *mut _, v);
+                    }
+                }
+                k += 64;
+            }
+            let mut lanes = [0u16; 32];
+            _mm512_storeu_si512(lanes.as_mut_ptr() as *mut _, acc);
+            (k, lanes.iter().fold(0, |a, &l| a | l))
+        }
+    }
+
+    /// [`split8`] .. [`split64`] by the width of `U`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW and VBMI; `rows.len() >= 3n`, each column `>= n`.
+    #[inline(always)]
+    pub(super) unsafe fn split<U: Word>(rows: &[U], n: usize, cols: &mut [&mut [U]; 3]) -> usize {
+        debug_assert!(rows.len() >= 3 * n && cols.iter().all(|c| c.len() >= n));
+        let r = rows.as_ptr();
+        let [c0, c1, c2] = [0, 1, 2].map(|i| cols[i].as_mut_ptr());
+        // SAFETY: every Word is the unsigned integer of its width, so the casts name the
+        // same type; lengths as the caller guarantees.
+        unsafe {
+            match U::BITS {
+                8 => split8(r as _, n, [c0 as _, c1 as _, c2 as _]),
+                16 => split16(r as _, n, [c0 as _, c1 as _, c2 as _]),
+                32 => split32(r as _, n, [c0 as _, c1 as _, c2 as _]),
+                _ => split64(r as _, n, [c0 as _, c1 as _, c2 as _]),
+            }
+        }
+    }
+
+    /// [`merge8`] .. [`merge64`] by the width of `O`.
+    ///
+    /// # Safety
+    /// As for [`split`], with `rows` and the columns swapped.
+    #[inline(always)]
+    pub(super) unsafe fn merge<O: Word>(cols: [&[O]; 3], n: usize, rows: &mut [O]) -> usize {
+        debug_assert!(rows.len() >= 3 * n && cols.iter().all(|c| c.len() >= n));
+        let r = rows.as_mut_ptr();
+        let [c0, c1, c2] = cols.map(|c| c.as_ptr());
+        // SAFETY: as for split.
+        unsafe {
+            match O::BITS {
+                8 => merge8([c0 as _, c1 as _, c2 as _], n, r as _),
+                16 => merge16([c0 as _, c1 as _, c2 as _], n, r as _),
+                32 => merge32([c0 as _, c1 as _, c2 as _], n, r as _),
+                _ => merge64([c0 as _, c1 as _, c2 as _], n, r as _),
+            }
+        }
     }
 }
 
@@ -1606,6 +2221,33 @@ mod tests {
                         check_all::<i8>(k, *c, d, nbits, &p, want);
                         check_all::<i64>(k, *c, d, nbits, &p, want);
                     }
+                }
+            }
+        }
+    }
+
+    /// The `(n, 3)` split and merge ([`rows3`], blocks of [`SUB`] rows, 8 to 64 rows a
+    /// step by lane width) over several blocks and a ragged tail, every lane width, on
+    /// every kernel (the others take the scalar loops).
+    #[test]
+    fn rows_across_split_blocks_match_the_reference_loops() {
+        let n = 2 * SUB + 77;
+        for nbits in [2u32, 4, 5, 8, 9, 12, 16, 18, 21] {
+            let p = pts(100 + nbits as u64, n, 3, nbits);
+            let want_h = hilbert::encode_generic(&p, 3, nbits).unwrap();
+            let want_m: Vec<u64> = p
+                .chunks(3)
+                .map(|r| morton::tests::naive(r, nbits, morton::AxisOrder::Lsb))
+                .collect();
+            for k in [Kernel::Portable, Kernel::Avx2, Kernel::Avx512] {
+                for (c, want) in [
+                    (Curve::Hilbert, &want_h),
+                    (Curve::Morton { msb: false }, &want_m),
+                ] {
+                    check_all::<u8>(k, c, 3, nbits, &p, want);
+                    check_all::<u16>(k, c, 3, nbits, &p, want);
+                    check_all::<u32>(k, c, 3, nbits, &p, want);
+                    check_all::<u64>(k, c, 3, nbits, &p, want);
                 }
             }
         }
