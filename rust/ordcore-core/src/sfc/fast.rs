@@ -24,10 +24,8 @@
 //!   coordinates. Level-major over blocks of points, so each level is one gather loop.
 //! * Morton: magic-number bit spreads, vectorized. With AVX-512 VBMI, 3-D codes of uint8
 //!   coordinates of at most 6 bits (encode) and of at most 15 bits into uint8 (decode) are
-//!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers).
-//! * `(n, 3)` rows: with AVX-512 VBMI every 3-D kernel splits rows into columns (and
-//!   interleaves decoded columns back) a block at a time by two-source permutes
-//!   ([`rows3`]), as the compiler's strided loads and stores cost several times more.
+//!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers), rows
+//!   of an `(n, 3)` array split and interleaved by two-source byte permutes ([`rows3`]).
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -456,30 +454,10 @@ fn map2<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F2<U, O>) -> U
 }
 
 /// `out[k] = f(x[k], y[k], z[k])` over a 3-D chunk; returns the OR of every input value.
-/// With `scratch` (three columns of equal length, given only where [`rows3`] runs), rows
-/// are first split into it a block at a time.
 #[inline(always)]
-fn map3<U: Word, O: Word>(
-    src: Src<'_, U>,
-    out: &mut [O],
-    f: impl F3<U, O>,
-    scratch: Option<&mut [&mut [U]; 3]>,
-) -> U {
+fn map3<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F3<U, O>) -> U {
     let mut acc = U::default();
     match src {
-        Src::Rows(s) if scratch.is_some() => {
-            let sc = scratch.unwrap_or_else(|| unreachable!());
-            let w = sc[0].len();
-            for (ob, rb) in out.chunks_mut(w).zip(s.chunks(3 * w)) {
-                let m = ob.len();
-                split_rows(rb, sc, m);
-                let [x, y, z] = sc;
-                for (((o, &a), &b), &c) in ob.iter_mut().zip(&x[..m]).zip(&y[..m]).zip(&z[..m]) {
-                    acc = acc.or(a).or(b).or(c);
-                    *o = f.f(a, b, c);
-                }
-            }
-        }
         Src::Rows(s) => {
             for (o, r) in out.iter_mut().zip(s.chunks_exact(3)) {
                 acc = acc.or(r[0]).or(r[1]).or(r[2]);
@@ -521,36 +499,11 @@ fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G2<U, O>) -
     acc
 }
 
-/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`. With
-/// `scratch` (three columns of at least `vals.len()`, given only where [`rows3`] runs),
-/// rows are written as columns into it, then interleaved.
+/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`.
 #[inline(always)]
-fn put3<V: Word, O: Word>(
-    vals: &[V],
-    r0: usize,
-    dst: &mut Dst<'_, O>,
-    f: impl G3<V, O>,
-    scratch: Option<&mut [&mut [O]; 3]>,
-) {
+fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) {
     let n = vals.len();
     match dst {
-        Dst::Rows(o) if scratch.is_some() => {
-            let sc = scratch.unwrap_or_else(|| unreachable!());
-            {
-                let [x, y, z] = &mut *sc;
-                let it = x[..n]
-                    .iter_mut()
-                    .zip(y[..n].iter_mut())
-                    .zip(z[..n].iter_mut());
-                for (((xo, yo), zo), &v) in it.zip(vals) {
-                    let [a, b, c] = f.g(v);
-                    *xo = a;
-                    *yo = b;
-                    *zo = c;
-                }
-            }
-            merge_rows(sc, &mut o[3 * r0..3 * (r0 + n)], n);
-        }
         Dst::Rows(o) => {
             for (r, &v) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(vals) {
                 let [a, b, c] = f.g(v);
@@ -573,45 +526,6 @@ fn put3<V: Word, O: Word>(
         }
     }
 }
-
-/// `cols[j][k] = rows[3k + j]` for `k < m` ([`rows3`] where the scratch exists, i.e. on
-/// AVX-512 with VBMI; the tail in scalar code).
-#[inline(always)]
-fn split_rows<U: Word>(rows: &[U], cols: &mut [&mut [U]; 3], m: usize) {
-    assert!(rows.len() >= 3 * m && cols.iter().all(|c| c.len() >= m));
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a scratch is handed down only where `fast9` holds (AVX-512 F/BW and VBMI);
-    // lengths asserted above.
-    let done = unsafe { rows3::split(rows, m, cols) };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
-    let [x, y, z] = cols;
-    for k in done..m {
-        x[k] = rows[3 * k];
-        y[k] = rows[3 * k + 1];
-        z[k] = rows[3 * k + 2];
-    }
-}
-
-/// `rows[3k + j] = cols[j][k]` for `k < m` (as [`split_rows`]).
-#[inline(always)]
-fn merge_rows<O: Word>(cols: &[&mut [O]; 3], rows: &mut [O], m: usize) {
-    assert!(rows.len() >= 3 * m && cols.iter().all(|c| c.len() >= m));
-    let c: [&[O]; 3] = [&cols[0][..m], &cols[1][..m], &cols[2][..m]];
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as for split_rows.
-    let done = unsafe { rows3::merge(c, m, rows) };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = 0;
-    for k in done..m {
-        rows[3 * k] = c[0][k];
-        rows[3 * k + 1] = c[1][k];
-        rows[3 * k + 2] = c[2][k];
-    }
-}
-
-/// Rows per block of the `(n, 3)` split and merge of the Morton kernels.
-const SUB: usize = 1024;
 
 /// The 3-D tables in Morton layout (see the module docs), `u32` entries
 /// `(payload << STATE_BITS) | next_state`: `full_*` for 3 levels per lookup
@@ -736,10 +650,6 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32, fast9
     let mut acc = U::default();
     let mut mb = [O::default(); BLOCK];
     let mut st = [0u32; BLOCK];
-    let mut sb = [[U::default(); BLOCK]; 3];
-    let [s0, s1, s2] = &mut sb;
-    let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
-    let mut sc = (fast9 && matches!(src, Src::Rows(_))).then_some(&mut sc);
     for (bi, ob) in out.chunks_mut(BLOCK).enumerate() {
         let n = ob.len();
         let r0 = bi * BLOCK;
@@ -748,7 +658,7 @@ fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32, fast9
             Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
             Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
         };
-        acc = acc.or(map3(part, m, M3E(2, 1, 0), sc.as_deref_mut()));
+        acc = acc.or(map3(part, m, M3E(2, 1, 0)));
         h3_walk(false, fast9, nbits, m, ob, &mut st[..n]);
     }
     acc
@@ -767,10 +677,6 @@ fn h3_decode<U: Word, O: Word, L: Word>(
     let mut cbuf = [L::default(); BLOCK];
     let mut ab = [L::default(); BLOCK];
     let mut st = [0u32; BLOCK];
-    let mut sb = [[O::default(); BLOCK]; 3];
-    let [s0, s1, s2] = &mut sb;
-    let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
-    let mut sc = (fast9 && matches!(dst, Dst::Rows(_))).then_some(&mut sc);
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
         for (w, &c) in cbuf.iter_mut().zip(cb) {
@@ -779,43 +685,20 @@ fn h3_decode<U: Word, O: Word, L: Word>(
         }
         let a = &mut ab[..n];
         h3_walk(true, fast9, nbits, &cbuf[..n], a, &mut st[..n]);
-        put3(
-            a,
-            bi * BLOCK,
-            dst,
-            M3D::<L>(2, 1, 0, PhantomData),
-            sc.as_deref_mut(),
-        );
+        put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
     }
     acc
 }
 
 /// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
 #[inline(always)]
-fn m3_decode<U: Word, O: Word>(
-    codes: &[U],
-    dst: &mut Dst<'_, O>,
-    f: impl G3<U, O>,
-    fast9: bool,
-) -> U {
+fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
     let mut acc = U::default();
-    if fast9 && matches!(dst, Dst::Rows(_)) {
-        let mut sb = [[O::default(); SUB]; 3];
-        let [s0, s1, s2] = &mut sb;
-        let mut sc = [&mut s0[..], &mut s1[..], &mut s2[..]];
-        for (bi, cb) in codes.chunks(SUB).enumerate() {
-            for &c in cb {
-                acc = acc.or(c);
-            }
-            put3(cb, bi * SUB, dst, f, Some(&mut sc));
-        }
-        return acc;
-    }
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         for &c in cb {
             acc = acc.or(c);
         }
-        put3(cb, bi * BLOCK, dst, f, None);
+        put3(cb, bi * BLOCK, dst, f);
     }
     acc
 }
@@ -840,45 +723,7 @@ fn encode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            // uint8 coordinates of at most 6 bits into uint16 / uint32: table lookups.
-            #[cfg(target_arch = "x86_64")]
-            if fast9
-                && U::BITS == 8
-                && nbits <= 6
-                && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5))
-            {
-                let n = out.len();
-                let (ptrs, rows) = match src {
-                    Src::Rows(s) => {
-                        assert!(s.len() >= 3 * n);
-                        ([s.as_ptr() as *const u8; 3], true)
-                    }
-                    Src::Cols(c) => {
-                        assert!(c.iter().all(|c| c.len() >= n));
-                        (c.map(|c| c.as_ptr() as *const u8), false)
-                    }
-                };
-                let ob = (O::BITS / 8) as usize;
-                // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u8 and O u16 or u32
-                // (every Word is the unsigned type of its width); lengths asserted above.
-                let (done, a) = unsafe {
-                    rows3::morton3_u8(ptrs, rows, n, out.as_mut_ptr() as *mut u8, ob, [s0, 1, s2])
-                };
-                let rest = match src {
-                    Src::Rows(s) => Src::Rows(&s[3 * done..]),
-                    Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
-                };
-                let tail = map3(rest, &mut out[done..], M3E(s0, 1, s2), None);
-                return tail.or(U::from_u64(a as u64));
-            }
-            if fast9 && matches!(src, Src::Rows(_)) {
-                let mut sb = [[U::default(); SUB]; 3];
-                let [a, b, c] = &mut sb;
-                let mut sc = [&mut a[..], &mut b[..], &mut c[..]];
-                map3(src, out, M3E(s0, 1, s2), Some(&mut sc))
-            } else {
-                map3(src, out, M3E(s0, 1, s2), None)
-            }
+            map3(src, out, M3E(s0, 1, s2))
         }
     }
 }
@@ -906,41 +751,12 @@ fn decode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            // uint16 codes of at most 15 bits into uint8: table lookups.
-            #[cfg(target_arch = "x86_64")]
-            if fast9 && U::BITS == 16 && O::BITS == 8 && nbits <= 5 {
-                let n = codes.len();
-                let (ptrs, rows) = match &mut dst {
-                    Dst::Rows(o) => {
-                        assert!(o.len() >= 3 * n);
-                        ([o.as_mut_ptr() as *mut u8; 3], true)
-                    }
-                    Dst::Cols(c) => {
-                        assert!(c.iter().all(|c| c.len() >= n));
-                        ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
-                    }
-                };
-                // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u16 and O u8 (every
-                // Word is the unsigned type of its width); lengths asserted above.
-                let (done, a) = unsafe {
-                    rows3::morton3_dec_u16(codes.as_ptr() as *const u16, n, ptrs, rows, [s0, 1, s2])
-                };
-                let mut rest = match dst {
-                    Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
-                    Dst::Cols([x, y, z]) => {
-                        Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]])
-                    }
-                };
-                let f = M3D::<u16>(s0, 1, s2, PhantomData);
-                let tail = m3_decode(&codes[done..], &mut rest, f, false);
-                return tail.or(U::from_u64(a as u64));
-            }
             if nbits <= 5 {
-                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData), fast9)
+                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData))
             } else if nbits <= 10 {
-                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData), fast9)
+                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData))
             } else {
-                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData), fast9)
+                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData))
             }
         }
     }
@@ -1223,16 +1039,14 @@ mod perm9 {
     }
 }
 
-/// Row-major `(n, 3)` blocks to three columns and back by AVX-512 two-source permutes, for
-/// lanes of 8 (VBMI), 16 (BW), 32 and 64 bits: `W` rows (three vectors `a, b, c`) give each
-/// column as one `vpermt2` of `a, b` and one masked `vperm` of `c`; back, each row vector is
-/// one `vpermt2` of two columns and one masked `vperm` of the third. Six permutes per `W`
-/// rows, where the compiler's own de-interleave of the strided loop (shifts, blends and
-/// in-lane shuffles on 256-bit halves) costs several times that and bounds the
-/// `(n, 3)` Morton kernels.
+/// 3-D Morton kernels for narrow codes by AVX-512 VBMI table lookups, with `(n, 3)` rows
+/// split into columns and back by two-source byte permutes: 64 rows (three vectors
+/// `a, b, c`) give each column as one `vpermt2b` of `a, b` and one masked `vpermb` of `c`;
+/// back, each row vector is one `vpermt2b` of two columns and one masked `vpermb` of the
+/// third. (Splitting wider lanes this way, then running the column loops, measured slower
+/// than the compiler's strided loops, so only these kernels do it.)
 #[cfg(target_arch = "x86_64")]
 mod rows3 {
-    use super::Word;
     use std::arch::x86_64::*;
 
     /// One permute step: the lane indices (little-endian lanes of `64 / w` bytes) and the
@@ -1269,109 +1083,6 @@ mod rows3 {
         }
         (idx, mask)
     }
-
-    macro_rules! width {
-        ($split:ident, $merge:ident, $t:ty, $w:expr, $feat:literal, $m:ty, $p2:ident, $mp:ident) => {
-            /// Columns `cols[j][k] = rows[3k + j]` for the first multiple of `W` of `n`
-            /// rows; returns the rows done.
-            ///
-            /// # Safety
-            /// The CPU has `$feat`; `rows` holds `3n` values and each column `n`.
-            #[target_feature(enable = $feat)]
-            unsafe fn $split(rows: *const $t, n: usize, cols: [*mut $t; 3]) -> usize {
-                const S: [Step; 3] = [split_step($w, 0), split_step($w, 1), split_step($w, 2)];
-                // SAFETY: in bounds as the caller guarantees (k + W <= n).
-                unsafe {
-                    let ix: [__m512i; 3] =
-                        std::array::from_fn(|j| _mm512_loadu_si512(S[j].0.as_ptr() as *const _));
-                    let mut k = 0;
-                    while k + $w <= n {
-                        let p = rows.add(3 * k);
-                        let a = _mm512_loadu_si512(p as *const _);
-                        let b = _mm512_loadu_si512(p.add($w) as *const _);
-                        let c = _mm512_loadu_si512(p.add(2 * $w) as *const _);
-                        for j in 0..3 {
-                            let v = $p2(a, ix[j], b);
-                            let v = $mp(v, S[j].1 as $m, ix[j], c);
-                            _mm512_storeu_si512(cols[j].add(k) as *mut _, v);
-                        }
-                        k += $w;
-                    }
-                    k
-                }
-            }
-
-            /// `rows[3k + j] = cols[j][k]` for the first multiple of `W` of `n` rows;
-            /// returns the rows done.
-            ///
-            /// # Safety
-            /// As for the split.
-            #[target_feature(enable = $feat)]
-            unsafe fn $merge(cols: [*const $t; 3], n: usize, rows: *mut $t) -> usize {
-                const M: [Step; 3] = [merge_step($w, 0), merge_step($w, 1), merge_step($w, 2)];
-                // SAFETY: in bounds as the caller guarantees (k + W <= n).
-                unsafe {
-                    let ix: [__m512i; 3] =
-                        std::array::from_fn(|j| _mm512_loadu_si512(M[j].0.as_ptr() as *const _));
-                    let mut k = 0;
-                    while k + $w <= n {
-                        let x = _mm512_loadu_si512(cols[0].add(k) as *const _);
-                        let y = _mm512_loadu_si512(cols[1].add(k) as *const _);
-                        let z = _mm512_loadu_si512(cols[2].add(k) as *const _);
-                        let p = rows.add(3 * k);
-                        for v in 0..3 {
-                            let r = $p2(x, ix[v], y);
-                            let r = $mp(r, M[v].1 as $m, ix[v], z);
-                            _mm512_storeu_si512(p.add(v * $w) as *mut _, r);
-                        }
-                        k += $w;
-                    }
-                    k
-                }
-            }
-        };
-    }
-
-    width!(
-        split8,
-        merge8,
-        u8,
-        64,
-        "avx512f,avx512bw,avx512vbmi",
-        __mmask64,
-        _mm512_permutex2var_epi8,
-        _mm512_mask_permutexvar_epi8
-    );
-    width!(
-        split16,
-        merge16,
-        u16,
-        32,
-        "avx512f,avx512bw",
-        __mmask32,
-        _mm512_permutex2var_epi16,
-        _mm512_mask_permutexvar_epi16
-    );
-    width!(
-        split32,
-        merge32,
-        u32,
-        16,
-        "avx512f",
-        __mmask16,
-        _mm512_permutex2var_epi32,
-        _mm512_mask_permutexvar_epi32
-    );
-    width!(
-        split64,
-        merge64,
-        u64,
-        8,
-        "avx512f",
-        __mmask8,
-        _mm512_permutex2var_epi64,
-        _mm512_mask_permutexvar_epi64
-    );
 
     /// Byte `j` of the 3-D Morton spread of every 6-bit value shifted left by `s`.
     const fn spread_byte(s: u32, j: usize) -> [u8; 64] {
@@ -1434,7 +1145,7 @@ mod rows3 {
     /// at `src`) into `ob`-byte codes (2: `uint16`, for at most 5 bits a coordinate; 4:
     /// `uint32`) at `out`, coordinate `i` shifted left by `sh[i]`: 64 points a step, each
     /// code byte the OR of three 64-entry table lookups (`vpermb`), the coordinates split
-    /// out of rows by [`split8`]'s permutes. Returns the points done (a multiple of 64) and
+    /// out of rows by two-source permutes. Returns the points done (a multiple of 64) and
     /// the OR of their coordinates.
     ///
     /// # Safety
@@ -1540,7 +1251,7 @@ mod rows3 {
     /// `uint8`, coordinate `i` read from the code shifted right by `sh[i]`, into rows
     /// (`out[0]`, `3n` bytes) or three columns: 64 codes a step, split into their 6-bit
     /// groups (bytes), each coordinate the OR of three 64-entry table lookups (`vpermb`),
-    /// rows interleaved by [`merge8`]'s permutes. Returns the codes done (a multiple of 64)
+    /// rows interleaved by two-source permutes. Returns the codes done (a multiple of 64)
     /// and the OR of them.
     ///
     /// # Safety
@@ -1608,47 +1319,6 @@ mod rows3 {
             (k, lanes.iter().fold(0, |a, &l| a | l))
         }
     }
-
-    /// [`split8`] .. [`split64`] by the width of `U`.
-    ///
-    /// # Safety
-    /// The CPU has AVX-512 F/BW and VBMI; `rows.len() >= 3n`, each column `>= n`.
-    #[inline(always)]
-    pub(super) unsafe fn split<U: Word>(rows: &[U], n: usize, cols: &mut [&mut [U]; 3]) -> usize {
-        debug_assert!(rows.len() >= 3 * n && cols.iter().all(|c| c.len() >= n));
-        let r = rows.as_ptr();
-        let [c0, c1, c2] = [0, 1, 2].map(|i| cols[i].as_mut_ptr());
-        // SAFETY: every Word is the unsigned integer of its width, so the casts name the
-        // same type; lengths as the caller guarantees.
-        unsafe {
-            match U::BITS {
-                8 => split8(r as _, n, [c0 as _, c1 as _, c2 as _]),
-                16 => split16(r as _, n, [c0 as _, c1 as _, c2 as _]),
-                32 => split32(r as _, n, [c0 as _, c1 as _, c2 as _]),
-                _ => split64(r as _, n, [c0 as _, c1 as _, c2 as _]),
-            }
-        }
-    }
-
-    /// [`merge8`] .. [`merge64`] by the width of `O`.
-    ///
-    /// # Safety
-    /// As for [`split`], with `rows` and the columns swapped.
-    #[inline(always)]
-    pub(super) unsafe fn merge<O: Word>(cols: [&[O]; 3], n: usize, rows: &mut [O]) -> usize {
-        debug_assert!(rows.len() >= 3 * n && cols.iter().all(|c| c.len() >= n));
-        let r = rows.as_mut_ptr();
-        let [c0, c1, c2] = cols.map(|c| c.as_ptr());
-        // SAFETY: as for split.
-        unsafe {
-            match O::BITS {
-                8 => merge8([c0 as _, c1 as _, c2 as _], n, r as _),
-                16 => merge16([c0 as _, c1 as _, c2 as _], n, r as _),
-                32 => merge32([c0 as _, c1 as _, c2 as _], n, r as _),
-                _ => merge64([c0 as _, c1 as _, c2 as _], n, r as _),
-            }
-        }
-    }
 }
 
 /// Whether kernel `k` runs the AVX-512 VBMI byte-permute steps ([`perm9`]).
@@ -1696,6 +1366,92 @@ multiversion!(encode_chunk_k, encode_chunk,
     (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O], fast9: bool));
 multiversion!(decode_chunk_k, decode_chunk,
     (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, fast9: bool));
+
+/// 3-D Morton codes of one chunk of `uint8` coordinates of at most 6 bits into `uint16`
+/// (at most 5 bits) or `uint32` by the table-lookup kernel ([`rows3::morton3_u8`]), the
+/// tail on kernel `k`; `None` where the kernel does not apply. Returns the OR of the
+/// input values.
+#[cfg(target_arch = "x86_64")]
+fn morton3_lut_encode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    if !(fast9(k) && U::BITS == 8 && nbits <= 6 && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5)))
+    {
+        return None;
+    }
+    let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
+    let n = out.len();
+    let (ptrs, rows) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 3 * n);
+            ([s.as_ptr() as *const u8; 3], true)
+        }
+        Src::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            (c.map(|c| c.as_ptr() as *const u8), false)
+        }
+    };
+    let ob = (O::BITS / 8) as usize;
+    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u8 and O u16 or u32 (every Word
+    // is the unsigned type of its width); lengths asserted above.
+    let (done, a) =
+        unsafe { rows3::morton3_u8(ptrs, rows, n, out.as_mut_ptr() as *mut u8, ob, [s0, 1, s2]) };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[3 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..], false);
+    Some(tail.or(U::from_u64(a as u64)))
+}
+
+/// Whether [`morton3_lut_decode`] runs on kernel `k` for these types and `nbits`.
+#[cfg(target_arch = "x86_64")]
+fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32) -> bool {
+    fast9(k) && U::BITS == 16 && O::BITS == 8 && nbits <= 5
+}
+
+/// Coordinates of one chunk of 3-D Morton codes (`uint16`, at most 15 bits) into `uint8`
+/// by the table-lookup kernel ([`rows3::morton3_dec_u16`]), the tail on kernel `k`, where
+/// [`morton3_lut_decodes`]. Returns the OR of the codes.
+#[cfg(target_arch = "x86_64")]
+fn morton3_lut_decode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    dst: Dst<'_, O>,
+) -> U {
+    assert!(morton3_lut_decodes::<U, O>(k, nbits));
+    let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
+    let n = codes.len();
+    let mut dst = dst;
+    let (ptrs, rows) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 3 * n);
+            ([o.as_mut_ptr() as *mut u8; 3], true)
+        }
+        Dst::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+        }
+    };
+    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u16 and O u8 (every Word is the
+    // unsigned type of its width); lengths asserted above.
+    let (done, a) =
+        unsafe { rows3::morton3_dec_u16(codes.as_ptr() as *const u16, n, ptrs, rows, [s0, 1, s2]) };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a as u64))
+}
 
 // --- drivers ------------------------------------------------------------------------------
 
@@ -1849,6 +1605,13 @@ pub fn encode_into<T: Coord, O: Word>(
                 if d == 3 { &z[r0..r0 + m] } else { empty },
             ]),
         };
+        // uint8 coordinates of at most 6 bits, 3-D Morton: the table-lookup kernel.
+        #[cfg(target_arch = "x86_64")]
+        if let (Curve::Morton { msb }, 3) = (curve, d) {
+            if let Some(acc) = morton3_lut_encode(k, msb, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+        }
         let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, fast9(k));
         Ok(acc.to_u64() & !limit != 0)
     };
@@ -2018,6 +1781,15 @@ pub fn decode_into<T: Coord, O: Word>(
             let acc = unsafe { perm9::decode(part, &mut o, t) };
             return Ok(acc.to_u64() & !limit != 0);
         }
+        // uint16 codes of at most 15 bits into uint8, 3-D Morton: the table-lookup kernel.
+        #[cfg(target_arch = "x86_64")]
+        let o = match (curve, d) {
+            (Curve::Morton { msb }, 3) if morton3_lut_decodes::<T::Unsigned, O>(k, nbits) => {
+                let a = morton3_lut_decode(k, msb, nbits, part, o);
+                return Ok(a.to_u64() & !limit != 0);
+            }
+            _ => o,
+        };
         let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, fast9(k));
         Ok(acc.to_u64() & !limit != 0)
     };
@@ -2226,12 +1998,12 @@ mod tests {
         }
     }
 
-    /// The `(n, 3)` split and merge ([`rows3`], blocks of [`SUB`] rows, 8 to 64 rows a
-    /// step by lane width) over several blocks and a ragged tail, every lane width, on
-    /// every kernel (the others take the scalar loops).
+    /// 3-D kernels on rows and columns over several 256-point blocks and a ragged tail
+    /// (2,125 points; the table-lookup kernels run 64 a step), every lane width, on every
+    /// kernel.
     #[test]
-    fn rows_across_split_blocks_match_the_reference_loops() {
-        let n = 2 * SUB + 77;
+    fn rows_and_columns_across_blocks_match_the_reference_loops() {
+        let n = 2125;
         for nbits in [2u32, 4, 5, 8, 9, 12, 16, 18, 21] {
             let p = pts(100 + nbits as u64, n, 3, nbits);
             let want_h = hilbert::encode_generic(&p, 3, nbits).unwrap();
