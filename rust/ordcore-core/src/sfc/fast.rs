@@ -1773,15 +1773,8 @@ pub fn decode_into<T: Coord, O: Word>(
         let r0 = ci * CHUNK;
         let rows = (n - r0).min(CHUNK);
         let part = &ucodes[r0..r0 + rows];
-        #[cfg(target_arch = "x86_64")]
-        if perm9_fits {
-            let mut o = o;
-            let t = perm9::tables(curve, nbits);
-            // SAFETY: `perm9_fits` checked the CPU features and the type widths.
-            let acc = unsafe { perm9::decode(part, &mut o, t) };
-            return Ok(acc.to_u64() & !limit != 0);
-        }
-        // uint16 codes of at most 15 bits into uint8, 3-D Morton: the table-lookup kernel.
+        // uint16 codes of at most 15 bits into uint8, 3-D Morton: the table-lookup kernel
+        // (measured faster than the 9-bit byte permutes below at nbits 3 too).
         #[cfg(target_arch = "x86_64")]
         let o = match (curve, d) {
             (Curve::Morton { msb }, 3) if morton3_lut_decodes::<T::Unsigned, O>(k, nbits) => {
@@ -1790,6 +1783,14 @@ pub fn decode_into<T: Coord, O: Word>(
             }
             _ => o,
         };
+        #[cfg(target_arch = "x86_64")]
+        if perm9_fits {
+            let mut o = o;
+            let t = perm9::tables(curve, nbits);
+            // SAFETY: `perm9_fits` checked the CPU features and the type widths.
+            let acc = unsafe { perm9::decode(part, &mut o, t) };
+            return Ok(acc.to_u64() & !limit != 0);
+        }
         let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, fast9(k));
         Ok(acc.to_u64() & !limit != 0)
     };
