@@ -1,8 +1,8 @@
 //! The butterflies. The generic code here is `#[inline(always)]` code that the compiler
 //! vectorizes; [`pow2_rows`], [`kmix`] and [`mul_assign`] pick, once per call (a batch of
-//! rows), a copy compiled for AVX2+FMA, or for power-of-two groups on AVX-512 the
-//! hand-blocked kernels of `avx512`, when the CPU has it (runtime detection, no
-//! `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
+//! rows), a copy compiled for AVX2+FMA, or for power-of-two groups the hand-blocked
+//! kernels of `avx512` and `avx2` (one template, `simd_kernel!`), when the CPU has them
+//! (runtime detection, no `-C target-cpu`; `ORDCORE_HADAMARD_KERNEL` caps the path). Every path does the same
 //! additions in the same order, with the scale and signs applied to the input, so all of
 //! them give the same bits.
 
@@ -29,9 +29,11 @@ pub trait Real:
     fn from_f64(v: f64) -> Self;
     /// The mixing matrix of `base`: forward (`x @ H`) or inverse (`y @ H^T`).
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self];
-    /// [`pow2_rows`] by the type's AVX-512 kernel (only called on the AVX-512 path).
+    /// [`pow2_rows`] by the type's hand-blocked kernel for `lvl` (AVX-512 or AVX2); false
+    /// where there is none (then the caller runs the generic loops).
     #[inline(always)]
-    fn rows_avx512(
+    fn rows_simd(
+        _lvl: Level,
         _src: Option<&[Self]>,
         _x: &mut [Self],
         _g: usize,
@@ -56,7 +58,8 @@ impl Real for f32 {
         }
     }
     #[inline(always)]
-    fn rows_avx512(
+    fn rows_simd(
+        lvl: Level,
         src: Option<&[f32]>,
         x: &mut [f32],
         g: usize,
@@ -65,14 +68,19 @@ impl Real for f32 {
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: only called on the AVX-512 path, i.e. when the CPU has AVX-512F/VL,
-            // AVX2 and FMA (checked in level()).
-            unsafe { avx512::f32s::rows(src, x, g, signs, s) };
+            match lvl {
+                // SAFETY: only called with `lvl <= level()`, i.e. when the CPU has the
+                // features of that path (checked in level()).
+                Level::Avx512 => unsafe { avx512::f32s::rows(src, x, g, signs, s) },
+                // SAFETY: as above.
+                Level::Avx2 => unsafe { avx2::f32s::rows(src, x, g, signs, s) },
+                Level::Portable => return false,
+            }
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (src, x, g, signs, s);
+            let _ = (lvl, src, x, g, signs, s);
             false
         }
     }
@@ -92,7 +100,8 @@ impl Real for f64 {
         }
     }
     #[inline(always)]
-    fn rows_avx512(
+    fn rows_simd(
+        lvl: Level,
         src: Option<&[f64]>,
         x: &mut [f64],
         g: usize,
@@ -101,13 +110,19 @@ impl Real for f64 {
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            // SAFETY: as for f32.
-            unsafe { avx512::f64s::rows(src, x, g, signs, s) };
+            match lvl {
+                // SAFETY: only called with `lvl <= level()`, i.e. when the CPU has the
+                // features of that path (checked in level()).
+                Level::Avx512 => unsafe { avx512::f64s::rows(src, x, g, signs, s) },
+                // SAFETY: as above.
+                Level::Avx2 => unsafe { avx2::f64s::rows(src, x, g, signs, s) },
+                Level::Portable => return false,
+            }
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (src, x, g, signs, s);
+            let _ = (lvl, src, x, g, signs, s);
             false
         }
     }
@@ -435,17 +450,13 @@ pub fn pow2_rows_at<T: Real>(
         fn avx2<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
             pow2_rows_generic(src, x, g, signs, s)
         }
-        match lvl {
-            Level::Avx512 => {
-                if T::rows_avx512(src, x, g, signs, s) {
-                    return;
-                }
-                // SAFETY: AVX-512 implies AVX2 + FMA (level() checks all four).
-                return unsafe { avx2(src, x, g, signs, s) };
-            }
-            // SAFETY: lvl <= level(), which picks a path only when the CPU supports it.
-            Level::Avx2 => return unsafe { avx2(src, x, g, signs, s) },
-            Level::Portable => {}
+        if lvl != Level::Portable && T::rows_simd(lvl, src, x, g, signs, s) {
+            return;
+        }
+        if lvl != Level::Portable {
+            // SAFETY: lvl <= level(), which picks a path only when the CPU supports it, and
+            // AVX-512 implies AVX2 + FMA (level() checks all four).
+            return unsafe { avx2(src, x, g, signs, s) };
         }
     }
     pow2_rows_generic(src, x, g, signs, s)
@@ -467,322 +478,330 @@ dispatched!(
     /// `x[i] *= s`.
     scale, scale_generic, (x: &mut [T], s: T));
 
-/// The AVX-512 power-of-two transforms (float32 and float64 from one template).
+/// The hand-blocked power-of-two transforms, one template for AVX-512 and AVX2, float32
+/// and float64.
 ///
-/// Groups shorter than a vector run several to a vector; groups up to [`f32s::BLOCK`]
-/// elements (16 vectors) run every stage in registers while being loaded, sign-flipped,
-/// scaled and (out of place) copied from the source; longer groups finish those 256-element
-/// (float64: 128) blocks first, then the larger strides in radix-16 (and one smaller) passes
-/// held in registers, depth first so each pass works on cache-resident data. Stage `h` of
-/// lane `l` inside a vector is `fma(v[l], -1 or +1, v[l ^ h])` (exactly `v[l ^ h] -/+ v[l]`);
-/// between vectors `a + b` and `fnmadd(b, 1, a)` (exactly `a - b`, on the FMA ports so the
-/// adds run on twice the ports). Same additions in the same order as the generic loops.
+/// Groups shorter than a vector run several to a vector; groups up to `BLOCK` elements
+/// (`NV` vectors: 16 on AVX-512, 8 on AVX2, which has 16 registers) run every stage in
+/// registers while being loaded, sign-flipped, scaled and (out of place) copied from the
+/// source; longer groups finish those blocks first, then the larger strides in radix
+/// `2^max_radix` (and one smaller) passes held in registers, depth first so each pass works
+/// on cache-resident data. Stage `h` of lane `l` inside a vector is
+/// `fma(v[l], -1 or +1, v[l ^ h])` (exactly `v[l ^ h] -/+ v[l]`); between vectors `a + b`
+/// and `fnmadd(b, 1, a)` (exactly `a - b`, on the FMA ports so the adds run on twice the
+/// ports). Same additions in the same order as the generic loops.
 #[cfg(target_arch = "x86_64")]
-mod avx512 {
-    macro_rules! simd_kernel {
-        (
-            $name:ident, $t:ty, $v:ty, log_lanes = $lg:expr,
-            load = $load:ident, store = $store:ident, set1 = $set1:ident, zero = $zero:ident,
-            add = $add:ident, mul = $mul:ident, fmadd = $fmadd:ident, fnmadd = $fnmadd:ident,
-            { $($items:item)* }
-        ) => {
-            pub(super) mod $name {
-                use std::arch::x86_64::*;
+macro_rules! simd_kernel {
+    (
+        $name:ident, $t:ty, $v:ty, log_lanes = $lg:expr, feat = $feat:literal, nv = $nv:expr,
+        max_radix = $mr:expr,
+        load = $load:ident, store = $store:ident, set1 = $set1:ident, zero = $zero:ident,
+        add = $add:ident, mul = $mul:ident, fmadd = $fmadd:ident, fnmadd = $fnmadd:ident,
+        { $($items:item)* }
+    ) => {
+        pub(super) mod $name {
+            use std::arch::x86_64::*;
 
-                type T = $t;
-                type V = $v;
-                const LOG_LANES: usize = $lg;
-                const LANES: usize = 1 << LOG_LANES;
-                /// Vectors in one register block.
-                const NV: usize = 16;
-                /// Elements in one register block.
-                pub(in super::super) const BLOCK: usize = NV * LANES;
+            type T = $t;
+            type V = $v;
+            const LOG_LANES: usize = $lg;
+            const LANES: usize = 1 << LOG_LANES;
+            /// Vectors in one register block.
+            const NV: usize = $nv;
+            /// Elements in one register block.
+            pub(in super::super) const BLOCK: usize = NV * LANES;
 
-                $($items)*
+            $($items)*
 
-                /// Signs of lane `l` for the in-vector stages: `-1` where bit `i` of `l` is set.
-                #[inline(always)]
-                unsafe fn lane_signs() -> [V; 4] {
-                    std::array::from_fn(|i| {
-                        let a: [T; LANES] = std::array::from_fn(|l| if l >> i & 1 == 1 { -1.0 } else { 1.0 });
-                        // SAFETY: `a` holds LANES elements.
-                        unsafe { $load(a.as_ptr()) }
-                    })
-                }
+            /// Signs of lane `l` for the in-vector stages: `-1` where bit `i` of `l` is set.
+            #[inline(always)]
+            unsafe fn lane_signs() -> [V; 4] {
+                std::array::from_fn(|i| {
+                    let a: [T; LANES] = std::array::from_fn(|l| if l >> i & 1 == 1 { -1.0 } else { 1.0 });
+                    // SAFETY: `a` holds LANES elements.
+                    unsafe { $load(a.as_ptr()) }
+                })
+            }
 
-                /// The butterflies of stride `H` (in vectors) between the `C` vectors of `v`.
-                #[inline(always)]
-                unsafe fn stage<const H: usize, const C: usize>(v: &mut [V; C], one: V) {
-                    for j in 0..C {
-                        if j & H == 0 && j + H < C {
-                            let (a, b) = (v[j], v[j + H]);
-                            v[j] = $add(a, b);
-                            v[j + H] = $fnmadd(b, one, a);
-                        }
-                    }
-                }
-
-                /// The butterflies of strides 1, 2, 4, 8 (in vectors) below `m` vectors.
-                #[inline(always)]
-                unsafe fn stages<const C: usize>(v: &mut [V; C], m: usize) {
-                    // SAFETY: register arithmetic only.
-                    unsafe {
-                        let one = $set1(1.0);
-                        if m > 1 {
-                            stage::<1, C>(v, one);
-                        }
-                        if m > 2 {
-                            stage::<2, C>(v, one);
-                        }
-                        if m > 4 {
-                            stage::<4, C>(v, one);
-                        }
-                        if m > 8 {
-                            stage::<8, C>(v, one);
-                        }
-                    }
-                }
-
-                /// One register block of `C` vectors (a multiple of `m`, at most NV): rows
-                /// of `m` vectors (`m` in 1..=NV, a power of two), every stage inside them.
-                #[inline(always)]
-                unsafe fn reg_block<const C: usize>(
-                    inp: *const T, out: *mut T, sg: Option<*const T>, s: V, c: &[V; 4], m: usize,
-                ) {
-                    // SAFETY: the caller guarantees C * LANES elements at each pointer.
-                    unsafe {
-                        let mut v = [$zero(); C];
-                        match sg {
-                            None => {
-                                for (j, r) in v.iter_mut().enumerate() {
-                                    let a = $mul($load(inp.add(j * LANES)), s);
-                                    *r = intra::<LOG_LANES>(a, c);
-                                }
-                            }
-                            Some(g) => {
-                                for (j, r) in v.iter_mut().enumerate() {
-                                    let a = $mul($load(inp.add(j * LANES)), $load(g.add(j * LANES)));
-                                    *r = intra::<LOG_LANES>($mul(a, s), c);
-                                }
-                            }
-                        }
-                        stages::<C>(&mut v, m);
-                        for (j, r) in v.iter().enumerate() {
-                            $store(out.add(j * LANES), *r);
-                        }
-                    }
-                }
-
-                /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
-                /// `n` elements at `x`, R vectors in registers at a time.
-                #[inline(always)]
-                unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
-                    // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
-                    // and n a multiple of R * h.
-                    unsafe {
-                        let mut blk = 0;
-                        while blk < n {
-                            let mut o = 0;
-                            while o < h {
-                                let p = x.add(blk + o);
-                                let mut v = [$zero(); R];
-                                for (i, r) in v.iter_mut().enumerate() {
-                                    *r = $load(p.add(i * h));
-                                }
-                                stages::<R>(&mut v, R);
-                                for (i, r) in v.iter().enumerate() {
-                                    $store(p.add(i * h), *r);
-                                }
-                                o += LANES;
-                            }
-                            blk += R * h;
-                        }
-                    }
-                }
-
-                /// log2 of the radix of the last pass of a group of `n > BLOCK` elements: the
-                /// passes after the register block, from the smallest stride up, are radix 16
-                /// (radix 8 once the stride reaches 4 KiB, so that the vectors of one
-                /// butterfly fit the ways of one L1 set), the last one what is left.
-                #[inline(always)]
-                fn top_radix(n: usize) -> usize {
-                    let mut h = BLOCK;
-                    loop {
-                        let most = if h * std::mem::size_of::<T>() < 4096 { 4 } else { 3 };
-                        let left = (n / h).trailing_zeros() as usize;
-                        if left <= most {
-                            return left;
-                        }
-                        h <<= most;
-                    }
-                }
-
-                /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
-                /// (recursively, depth first), then the top `r` stages in one pass.
-                #[inline(always)]
-                unsafe fn big(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
-                    // SAFETY: the caller guarantees n elements at each pointer.
-                    unsafe {
-                        if n <= BLOCK {
-                            let mut k = 0;
-                            while k < n {
-                                reg_block::<NV>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
-                                k += BLOCK;
-                            }
-                            return;
-                        }
-                        let r = top_radix(n);
-                        let sub = n >> r;
-                        for i in 0..1usize << r {
-                            let k = i * sub;
-                            big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c);
-                        }
-                        match r {
-                            1 => radix_pass::<2>(out, n, sub),
-                            2 => radix_pass::<4>(out, n, sub),
-                            3 => radix_pass::<8>(out, n, sub),
-                            _ => radix_pass::<16>(out, n, sub),
-                        }
-                    }
-                }
-
-                /// [`big`] as a real function (it recurses).
-                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                unsafe fn big_rec(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
-                    // SAFETY: as for big.
-                    unsafe { big(inp, out, n, sg, s, c) }
-                }
-
-                /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
-                #[inline(always)]
-                unsafe fn tiny<const K: usize>(
-                    src: *const T, x: *mut T, len: usize, sg: Option<(*const T, usize)>, s: V,
-                    c: &[V; 4],
-                ) -> usize {
-                    // SAFETY: the caller guarantees len elements at x and src and that
-                    // every block of BLOCK signs from e % period on is readable.
-                    unsafe {
-                        let mut e = 0;
-                        while e + LANES <= len {
-                            let g = sg.map(|(p, per)| p.add(e % per));
-                            // Up to NV vectors at once, signs contiguous within a block.
-                            let cnt = ((len - e) / LANES).min(NV - (e % BLOCK) / LANES);
-                            match g {
-                                None => {
-                                    for j in 0..cnt {
-                                        let a = $mul($load(src.add(e + j * LANES)), s);
-                                        $store(x.add(e + j * LANES), intra::<K>(a, c));
-                                    }
-                                }
-                                Some(g) => {
-                                    for j in 0..cnt {
-                                        let a = $load(src.add(e + j * LANES));
-                                        let a = $mul($mul(a, $load(g.add(j * LANES))), s);
-                                        $store(x.add(e + j * LANES), intra::<K>(a, c));
-                                    }
-                                }
-                            }
-                            e += cnt * LANES;
-                        }
-                        e
-                    }
-                }
-
-                /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; `signs` as in
-                /// `pow2_rows_generic` with `signs.len() % BLOCK == 0` or `== x.len()`.
-                ///
-                /// # Safety
-                /// The CPU has AVX-512F/VL, AVX2 and FMA.
-                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                unsafe fn run(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
-                    let len = x.len();
-                    let c = unsafe { lane_signs() };
-                    let sv = $set1(s);
-                    let xp = x.as_mut_ptr();
-                    let sp = src.map_or(xp as *const T, |v| v.as_ptr());
-                    let per = signs.map_or(1, |v| v.len());
-                    let sgp = signs.map(|v| v.as_ptr());
-                    let at = |e: usize| sgp.map(|p| unsafe { p.add(e % per) });
-                    // SAFETY (all blocks below): lengths asserted by pow2_rows_at and the
-                    // sign layout guaranteed by `rows`; every access stays inside x, src
-                    // and signs.
-                    unsafe {
-                        if g < LANES {
-                            let sgt = sgp.map(|p| (p, per));
-                            let done = match g.trailing_zeros() {
-                                0 => tiny::<0>(sp, xp, len, sgt, sv, &c),
-                                1 => tiny::<1>(sp, xp, len, sgt, sv, &c),
-                                2 => tiny::<2>(sp, xp, len, sgt, sv, &c),
-                                _ => tiny::<3>(sp, xp, len, sgt, sv, &c),
-                            };
-                            if done < len {
-                                let tail = &mut x[done..];
-                                let sg = signs.map(|v| &v[done % per..done % per + tail.len()]);
-                                super::super::pow2_rows_generic(
-                                    src.map(|v| &v[done..]), tail, g, sg, s);
-                            }
-                        } else if g <= BLOCK {
-                            let m = g / LANES;
-                            let mut e = 0;
-                            while e + BLOCK <= len {
-                                reg_block::<NV>(sp.add(e), xp.add(e), at(e), sv, &c, m);
-                                e += BLOCK;
-                            }
-                            while e < len {
-                                let (ip, op, gp) = (sp.add(e), xp.add(e), at(e));
-                                match m {
-                                    1 => reg_block::<1>(ip, op, gp, sv, &c, m),
-                                    2 => reg_block::<2>(ip, op, gp, sv, &c, m),
-                                    4 => reg_block::<4>(ip, op, gp, sv, &c, m),
-                                    _ => reg_block::<8>(ip, op, gp, sv, &c, m),
-                                }
-                                e += g;
-                            }
-                        } else {
-                            let mut e = 0;
-                            while e < len {
-                                big(sp.add(e), xp.add(e), g, at(e), sv, &c);
-                                e += g;
-                            }
-                        }
-                    }
-                }
-
-                /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
-                /// tiles a short sign period to a block, or runs row by row.
-                ///
-                /// # Safety
-                /// The CPU has AVX-512F/VL, AVX2 and FMA.
-                #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-                pub(in super::super) unsafe fn rows(
-                    src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
-                ) {
-                    let len = x.len();
-                    match signs {
-                        Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
-                            let p = sg.len();
-                            if BLOCK.is_multiple_of(p) {
-                                let tiled: [T; BLOCK] = std::array::from_fn(|i| sg[i % p]);
-                                unsafe { run(src, x, g, Some(&tiled), s) };
-                            } else {
-                                for (i, row) in x.chunks_exact_mut(p).enumerate() {
-                                    let r = src.map(|v| &v[i * p..(i + 1) * p]);
-                                    unsafe { run(r, row, g, Some(sg), s) };
-                                }
-                            }
-                        }
-                        _ => unsafe { run(src, x, g, signs, s) },
+            /// The butterflies of stride `H` (in vectors) between the `C` vectors of `v`.
+            #[inline(always)]
+            unsafe fn stage<const H: usize, const C: usize>(v: &mut [V; C], one: V) {
+                for j in 0..C {
+                    if j & H == 0 && j + H < C {
+                        let (a, b) = (v[j], v[j + H]);
+                        v[j] = $add(a, b);
+                        v[j + H] = $fnmadd(b, one, a);
                     }
                 }
             }
-        };
-    }
 
+            /// The butterflies of strides 1, 2, 4, 8 (in vectors) below `m` vectors.
+            #[inline(always)]
+            unsafe fn stages<const C: usize>(v: &mut [V; C], m: usize) {
+                // SAFETY: register arithmetic only.
+                unsafe {
+                    let one = $set1(1.0);
+                    if m > 1 {
+                        stage::<1, C>(v, one);
+                    }
+                    if m > 2 {
+                        stage::<2, C>(v, one);
+                    }
+                    if m > 4 {
+                        stage::<4, C>(v, one);
+                    }
+                    if m > 8 {
+                        stage::<8, C>(v, one);
+                    }
+                }
+            }
+
+            /// One register block of `C` vectors (a multiple of `m`, at most NV): rows
+            /// of `m` vectors (`m` in 1..=NV, a power of two), every stage inside them.
+            #[inline(always)]
+            unsafe fn reg_block<const C: usize>(
+                inp: *const T, out: *mut T, sg: Option<*const T>, s: V, c: &[V; 4], m: usize,
+            ) {
+                // SAFETY: the caller guarantees C * LANES elements at each pointer.
+                unsafe {
+                    let mut v = [$zero(); C];
+                    match sg {
+                        None => {
+                            for (j, r) in v.iter_mut().enumerate() {
+                                let a = $mul($load(inp.add(j * LANES)), s);
+                                *r = intra::<LOG_LANES>(a, c);
+                            }
+                        }
+                        Some(g) => {
+                            for (j, r) in v.iter_mut().enumerate() {
+                                let a = $mul($load(inp.add(j * LANES)), $load(g.add(j * LANES)));
+                                *r = intra::<LOG_LANES>($mul(a, s), c);
+                            }
+                        }
+                    }
+                    stages::<C>(&mut v, m);
+                    for (j, r) in v.iter().enumerate() {
+                        $store(out.add(j * LANES), *r);
+                    }
+                }
+            }
+
+            /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
+            /// `n` elements at `x`, R vectors in registers at a time.
+            #[inline(always)]
+            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
+                // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
+                // and n a multiple of R * h.
+                unsafe {
+                    let mut blk = 0;
+                    while blk < n {
+                        let mut o = 0;
+                        while o < h {
+                            let p = x.add(blk + o);
+                            let mut v = [$zero(); R];
+                            for (i, r) in v.iter_mut().enumerate() {
+                                *r = $load(p.add(i * h));
+                            }
+                            stages::<R>(&mut v, R);
+                            for (i, r) in v.iter().enumerate() {
+                                $store(p.add(i * h), *r);
+                            }
+                            o += LANES;
+                        }
+                        blk += R * h;
+                    }
+                }
+            }
+
+            /// log2 of the radix of the last pass of a group of `n > BLOCK` elements: the
+            /// passes after the register block, from the smallest stride up, are radix 16
+            /// (radix 8 once the stride reaches 4 KiB, so that the vectors of one
+            /// butterfly fit the ways of one L1 set), the last one what is left.
+            #[inline(always)]
+            fn top_radix(n: usize) -> usize {
+                let mut h = BLOCK;
+                loop {
+                    let most = if h * std::mem::size_of::<T>() < 4096 { $mr } else { 3usize.min($mr) };
+                    let left = (n / h).trailing_zeros() as usize;
+                    if left <= most {
+                        return left;
+                    }
+                    h <<= most;
+                }
+            }
+
+            /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
+            /// (recursively, depth first), then the top `r` stages in one pass.
+            #[inline(always)]
+            unsafe fn big(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+                // SAFETY: the caller guarantees n elements at each pointer.
+                unsafe {
+                    if n <= BLOCK {
+                        let mut k = 0;
+                        while k < n {
+                            reg_block::<NV>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
+                            k += BLOCK;
+                        }
+                        return;
+                    }
+                    let r = top_radix(n);
+                    let sub = n >> r;
+                    for i in 0..1usize << r {
+                        let k = i * sub;
+                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c);
+                    }
+                    match r {
+                        1 => radix_pass::<2>(out, n, sub),
+                        2 => radix_pass::<4>(out, n, sub),
+                        3 => radix_pass::<8>(out, n, sub),
+                        _ => radix_pass::<16>(out, n, sub),
+                    }
+                }
+            }
+
+            /// [`big`] as a real function (it recurses).
+            #[target_feature(enable = $feat)]
+            unsafe fn big_rec(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+                // SAFETY: as for big.
+                unsafe { big(inp, out, n, sg, s, c) }
+            }
+
+            /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
+            #[inline(always)]
+            unsafe fn tiny<const K: usize>(
+                src: *const T, x: *mut T, len: usize, sg: Option<(*const T, usize)>, s: V,
+                c: &[V; 4],
+            ) -> usize {
+                // SAFETY: the caller guarantees len elements at x and src and that
+                // every block of BLOCK signs from e % period on is readable.
+                unsafe {
+                    let mut e = 0;
+                    while e + LANES <= len {
+                        let g = sg.map(|(p, per)| p.add(e % per));
+                        // Up to NV vectors at once, signs contiguous within a block.
+                        let cnt = ((len - e) / LANES).min(NV - (e % BLOCK) / LANES);
+                        match g {
+                            None => {
+                                for j in 0..cnt {
+                                    let a = $mul($load(src.add(e + j * LANES)), s);
+                                    $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                }
+                            }
+                            Some(g) => {
+                                for j in 0..cnt {
+                                    let a = $load(src.add(e + j * LANES));
+                                    let a = $mul($mul(a, $load(g.add(j * LANES))), s);
+                                    $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                }
+                            }
+                        }
+                        e += cnt * LANES;
+                    }
+                    e
+                }
+            }
+
+            /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; `signs` as in
+            /// `pow2_rows_generic` with `signs.len() % BLOCK == 0` or `== x.len()`.
+            ///
+            /// # Safety
+            /// The CPU has AVX-512F/VL, AVX2 and FMA.
+            #[target_feature(enable = $feat)]
+            unsafe fn run(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+                let len = x.len();
+                let c = unsafe { lane_signs() };
+                let sv = $set1(s);
+                let xp = x.as_mut_ptr();
+                let sp = src.map_or(xp as *const T, |v| v.as_ptr());
+                let per = signs.map_or(1, |v| v.len());
+                let sgp = signs.map(|v| v.as_ptr());
+                let at = |e: usize| sgp.map(|p| unsafe { p.add(e % per) });
+                // SAFETY (all blocks below): lengths asserted by pow2_rows_at and the
+                // sign layout guaranteed by `rows`; every access stays inside x, src
+                // and signs.
+                unsafe {
+                    if g < LANES {
+                        let sgt = sgp.map(|p| (p, per));
+                        let done = match g.trailing_zeros() {
+                            0 => tiny::<0>(sp, xp, len, sgt, sv, &c),
+                            1 => tiny::<1>(sp, xp, len, sgt, sv, &c),
+                            2 => tiny::<2>(sp, xp, len, sgt, sv, &c),
+                            _ => tiny::<3>(sp, xp, len, sgt, sv, &c),
+                        };
+                        if done < len {
+                            let tail = &mut x[done..];
+                            let sg = signs.map(|v| &v[done % per..done % per + tail.len()]);
+                            super::super::pow2_rows_generic(
+                                src.map(|v| &v[done..]), tail, g, sg, s);
+                        }
+                    } else if g <= BLOCK {
+                        let m = g / LANES;
+                        let mut e = 0;
+                        while e + BLOCK <= len {
+                            reg_block::<NV>(sp.add(e), xp.add(e), at(e), sv, &c, m);
+                            e += BLOCK;
+                        }
+                        while e < len {
+                            let (ip, op, gp) = (sp.add(e), xp.add(e), at(e));
+                            match m {
+                                1 => reg_block::<1>(ip, op, gp, sv, &c, m),
+                                2 => reg_block::<2>(ip, op, gp, sv, &c, m),
+                                4 => reg_block::<4>(ip, op, gp, sv, &c, m),
+                                _ => reg_block::<8>(ip, op, gp, sv, &c, m),
+                            }
+                            e += g;
+                        }
+                    } else {
+                        let mut e = 0;
+                        while e < len {
+                            big(sp.add(e), xp.add(e), g, at(e), sv, &c);
+                            e += g;
+                        }
+                    }
+                }
+            }
+
+            /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
+            /// tiles a short sign period to a block, or runs row by row.
+            ///
+            /// # Safety
+            /// The CPU has AVX-512F/VL, AVX2 and FMA.
+            #[target_feature(enable = $feat)]
+            pub(in super::super) unsafe fn rows(
+                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
+            ) {
+                let len = x.len();
+                match signs {
+                    Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
+                        let p = sg.len();
+                        if BLOCK.is_multiple_of(p) {
+                            let tiled: [T; BLOCK] = std::array::from_fn(|i| sg[i % p]);
+                            unsafe { run(src, x, g, Some(&tiled), s) };
+                        } else {
+                            for (i, row) in x.chunks_exact_mut(p).enumerate() {
+                                let r = src.map(|v| &v[i * p..(i + 1) * p]);
+                                unsafe { run(r, row, g, Some(sg), s) };
+                            }
+                        }
+                    }
+                    _ => unsafe { run(src, x, g, signs, s) },
+                }
+            }
+        }
+    };
+}
+
+/// The AVX-512 kernels (32 registers: 16-vector blocks, radix-16 passes).
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
     simd_kernel!(
         f32s,
         f32,
         __m512,
         log_lanes = 4,
+        feat = "avx512f,avx512vl,avx2,fma",
+        nv = 16,
+        max_radix = 4,
         load = _mm512_loadu_ps,
         store = _mm512_storeu_ps,
         set1 = _mm512_set1_ps,
@@ -818,6 +837,9 @@ mod avx512 {
         f64,
         __m512d,
         log_lanes = 3,
+        feat = "avx512f,avx512vl,avx2,fma",
+        nv = 16,
+        max_radix = 4,
         load = _mm512_loadu_pd,
         store = _mm512_storeu_pd,
         set1 = _mm512_set1_pd,
@@ -839,6 +861,78 @@ mod avx512 {
                 }
                 if K > 2 {
                     v = _mm512_fmadd_pd(v, c[2], _mm512_shuffle_f64x2::<0b01_00_11_10>(v, v));
+                }
+                v
+            }
+        }
+    );
+}
+
+/// The AVX2 kernels (16 registers: 8-vector blocks, radix-8 passes, so that a block and its
+/// constants stay in registers).
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    simd_kernel!(
+        f32s,
+        f32,
+        __m256,
+        log_lanes = 3,
+        feat = "avx2,fma",
+        nv = 8,
+        max_radix = 3,
+        load = _mm256_loadu_ps,
+        store = _mm256_storeu_ps,
+        set1 = _mm256_set1_ps,
+        zero = _mm256_setzero_ps,
+        add = _mm256_add_ps,
+        mul = _mm256_mul_ps,
+        fmadd = _mm256_fmadd_ps,
+        fnmadd = _mm256_fnmadd_ps,
+        {
+            /// The first `K` stages inside one vector.
+            #[inline(always)]
+            unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {
+                let mut v = v;
+                if K > 0 {
+                    v = _mm256_fmadd_ps(v, c[0], _mm256_permute_ps::<0b10_11_00_01>(v));
+                }
+                if K > 1 {
+                    v = _mm256_fmadd_ps(v, c[1], _mm256_permute_ps::<0b01_00_11_10>(v));
+                }
+                if K > 2 {
+                    v = _mm256_fmadd_ps(v, c[2], _mm256_permute2f128_ps::<0x01>(v, v));
+                }
+                v
+            }
+        }
+    );
+
+    simd_kernel!(
+        f64s,
+        f64,
+        __m256d,
+        log_lanes = 2,
+        feat = "avx2,fma",
+        nv = 8,
+        max_radix = 3,
+        load = _mm256_loadu_pd,
+        store = _mm256_storeu_pd,
+        set1 = _mm256_set1_pd,
+        zero = _mm256_setzero_pd,
+        add = _mm256_add_pd,
+        mul = _mm256_mul_pd,
+        fmadd = _mm256_fmadd_pd,
+        fnmadd = _mm256_fnmadd_pd,
+        {
+            /// The first `K` stages inside one vector.
+            #[inline(always)]
+            unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {
+                let mut v = v;
+                if K > 0 {
+                    v = _mm256_fmadd_pd(v, c[0], _mm256_permute_pd::<0b0101>(v));
+                }
+                if K > 1 {
+                    v = _mm256_fmadd_pd(v, c[1], _mm256_permute2f128_pd::<0x01>(v, v));
                 }
                 v
             }
