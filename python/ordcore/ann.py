@@ -146,7 +146,8 @@ def _default_build(dim: int, bits: int) -> tuple[int, int]:
     return (56, 64) if dim < _LOW_DIM else _SCALAR_BUILD
 
 
-#: The 4/8-bit defaults from :data:`_LOW_DIM` dimensions on (see :class:`BQGraphIndex`).
+#: The 4/8-bit defaults from :data:`_LOW_DIM` dimensions on (see :class:`BQGraphIndex` for
+#: the measurements that kept them).
 _SCALAR_BUILD = (64, 128)
 
 
@@ -842,6 +843,16 @@ class BQGraphIndex:
         (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build as well
         but costs recall on 200k rows (0.979 -> 0.961 at ``ef_search`` 128; 0.977 at most at
         256, against 0.993), so the wider beam stays from 64 dimensions on.
+
+        From 64 dimensions on a smaller degree does not pay for 4- and 8-bit codes either
+        (``benches/ann.py --build``, ``R`` in 32-64 by ``L_build`` in 64-128, CPU time, 1
+        search thread): on 20k glosses ``R=32``-``48`` search 8-21% faster at recall@10 0.95
+        (4 and 8 bits; on 20k SIFT the differences are within run-to-run noise), but on 100k
+        glosses (4 bits) ``R=40`` gains 10% at 0.95 (53.5k against 48.4k QPS) and loses 13%
+        at 0.98 (32.5k against 37.4k), and on 200k SIFT ``R=48`` / ``R=40`` lose at 0.95 already (26.9k / 26.1k
+        against 28.3k, interpolated) with recall@10 at ``ef_search`` 64 / 128 0.921 / 0.972
+        and 0.918 / 0.970 against 0.927 / 0.979; the build time barely changes (20.2 s /
+        19.9 s against 20.5 s). So ``R=64``, ``L_build=128`` stay.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
         pruned by an already kept neighbour ``p*`` when ``alpha * d(p*, p') <= d(p, p')``, so a
