@@ -850,10 +850,11 @@ class BQGraphIndex:
         (4 and 8 bits; on 20k SIFT the differences are within run-to-run noise), but on 100k
         glosses ``R=40`` gains 10% / 6% at 0.95 (4 / 8 bits: 53.5k / 46.6k against 48.4k /
         44.1k QPS) and loses 13% / 7% at 0.98 (32.5k / 29.0k against 37.4k / 31.1k), with
-        recall@10 at ``ef_search`` 64 0.994 / 0.991 against 0.996 / 0.996, and on 200k SIFT ``R=48`` / ``R=40`` lose at 0.95 already (26.9k / 26.1k
-        against 28.3k, interpolated) with recall@10 at ``ef_search`` 64 / 128 0.921 / 0.972
-        and 0.918 / 0.970 against 0.927 / 0.979; the build time barely changes (20.2 s /
-        19.9 s against 20.5 s). So ``R=64``, ``L_build=128`` stay.
+        recall@10 at ``ef_search`` 64 0.994 / 0.991 against 0.996 / 0.996, and on 200k SIFT
+        ``R=48`` / ``R=40`` lose at 0.95 already (26.9k / 26.1k against 28.3k, interpolated)
+        with recall@10 at ``ef_search`` 64 / 128 0.921 / 0.972 and 0.918 / 0.970 against
+        0.927 / 0.979; the build time barely changes (20.2 s / 19.9 s against 20.5 s). So
+        ``R=64``, ``L_build=128`` stay.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
         pruned by an already kept neighbour ``p*`` when ``alpha * d(p*, p') <= d(p, p')``, so a
