@@ -123,18 +123,20 @@ class Runner:
 
 class Ordcore(Runner):
     def __init__(self, x: np.ndarray, metric: str, bits: int | str, rotation: str | None,
-                 rerank_dtype: str = "float32") -> None:
+                 rerank_dtype: str = "float32", build: tuple[int, int] | None = None) -> None:
+        tag = "" if build is None else f" R{build[0]}/L{build[1]}"
         self.name = f"ordcore bits={bits}" + (" +rot" if rotation else "") + (
-            f" {rerank_dtype}" if rerank_dtype != "float32" else "")
+            f" {rerank_dtype}" if rerank_dtype != "float32" else "") + tag
+        R, L_build = (None, None) if build is None else build
         self.idx = ann.BQGraphIndex(x.shape[1], metric=metric, bits=bits, rotation=rotation,  # type: ignore[arg-type]
-                                    rerank_dtype=rerank_dtype)  # type: ignore[arg-type]
+                                    rerank_dtype=rerank_dtype, R=R, L_build=L_build)  # type: ignore[arg-type]
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the bench also runs unfit settings on purpose
             self.build_s, _ = timed(lambda: self.idx.add(x, num_threads=THREADS))
         if bits == "auto":  # name the pick
-            self.name = f"ordcore auto: {self.idx.bits}" + (" +rot" if self.idx.rotation else "")
+            self.name = f"ordcore auto: {self.idx.bits}" + (" +rot" if self.idx.rotation else "") + tag
         m = self.idx.memory_usage()
         self.hot = m["codes"] + m["graph"]
         self.total = self.hot + m["float_vectors"]
@@ -315,15 +317,22 @@ def qps_at(curve: list[dict[str, float]], target: float) -> float | None:
     return best
 
 
-def makers(x: np.ndarray, metric: str) -> list[tuple[str, Callable[[], Runner]]]:
+def makers(x: np.ndarray, metric: str,
+           builds: list[tuple[int, int] | None]) -> list[tuple[str, Callable[[], Runner]]]:
     rot = "hadamard"
-    return [
-        ("ordcore auto", lambda: Ordcore(x, metric, "auto", "auto")),
-        ("ordcore bits=2", lambda: Ordcore(x, metric, 2, None)),
-        ("ordcore bits=4", lambda: Ordcore(x, metric, 4, rot)),
-        ("ordcore bits=8", lambda: Ordcore(x, metric, 8, rot)),
-        ("ordcore bits=4 int8", lambda: Ordcore(x, metric, 4, rot, "int8")),
-        ("ordcore bits=8 float16", lambda: Ordcore(x, metric, 8, rot, "float16")),
+    ours: list[tuple[str, Callable[[], Runner]]] = []
+    for b in builds:
+        tag = "" if b is None else f" R{b[0]}/L{b[1]}"
+        ours += [
+            ("ordcore auto" + tag, lambda b=b: Ordcore(x, metric, "auto", "auto", build=b)),
+            ("ordcore bits=2" + tag, lambda b=b: Ordcore(x, metric, 2, None, build=b)),
+            ("ordcore bits=4" + tag, lambda b=b: Ordcore(x, metric, 4, rot, build=b)),
+            ("ordcore bits=8" + tag, lambda b=b: Ordcore(x, metric, 8, rot, build=b)),
+            ("ordcore bits=4 int8" + tag, lambda b=b: Ordcore(x, metric, 4, rot, "int8", build=b)),
+            ("ordcore bits=8 float16" + tag,
+             lambda b=b: Ordcore(x, metric, 8, rot, "float16", build=b)),
+        ]
+    return ours + [
         ("glass SQ4U", lambda: Glass(x, metric, "SQ4U", "FP16")),
         ("glass SQ8U", lambda: Glass(x, metric, "SQ8U", "FP16")),
         ("hnswlib", lambda: Hnswlib(x, metric)),
@@ -338,6 +347,21 @@ def makers(x: np.ndarray, metric: str) -> list[tuple[str, Callable[[], Runner]]]
     ]
 
 
+def _builds(text: str) -> list[tuple[int, int] | None]:
+    """``--build``: the (R, L_build) pairs, ``None`` for the defaults."""
+    if not text.strip():
+        return [None]
+    out: list[tuple[int, int] | None] = []
+    for part in text.split(","):
+        part = part.strip()
+        if part == "default":
+            out.append(None)
+            continue
+        r, _, l_build = part.partition("/")
+        out.append((int(r), int(l_build)))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", choices=["glosses", "sift", "glosses-pca50", "glove50"], default="glosses")
@@ -345,12 +369,17 @@ def main() -> None:
     ap.add_argument("--nq", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=2, help="timed runs per point (best is kept)")
     ap.add_argument("--only", default="", help="comma-separated name prefixes to run")
+    ap.add_argument("--build", default="",
+                    help="comma-separated R/L_build pairs (e.g. 48/96,64/128) each ordcore index "
+                         "is also built with, named 'ordcore ... R48/L96'; 'default' stands for "
+                         "the defaults (default: the defaults only)")
     ap.add_argument("--skip", default="", help="comma-separated name prefixes to skip")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="time by wall clock, or by the process's CPU time (searches run at 1 "
                          "thread, so CPU time is what they cost when other work shares the cores; "
                          "builds then report the CPU time of all their threads)")
     args = ap.parse_args()
+    builds = _builds(args.build)
     global CLOCK
     if args.clock == "cpu":
         CLOCK = time.process_time
@@ -365,7 +394,7 @@ def main() -> None:
           f"build threads={THREADS} search threads=1 clock={args.clock} load={load1:.1f} ordcore kernels="
           f"{ann.cpu_kernel()}/{ann.sq_kernel()}", flush=True)
     runners: list[Runner] = []
-    for label, make in makers(x, metric):
+    for label, make in makers(x, metric, builds):
         if (only and not any(label.startswith(s) for s in only)) or any(label.startswith(s) for s in skip):
             continue
         try:

@@ -435,3 +435,18 @@ def test_index_build_bits(
     with pytest.raises(SystemExit):
         main(["index", "build", str(base_path), "-o", "x", "--bits", "3"])
     assert "--bits" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("bits", ["2", "4", "auto"])
+def test_index_build_resolves_the_defaults_of_the_width(tmp_path: Path, bits: str) -> None:
+    # The CLI leaves R / L_build to the index: the defaults of the code width (chosen or
+    # given), the same as BQGraphIndex's.
+    x = np.random.default_rng(7).standard_normal((1200, 16)).astype(np.float32)
+    np.save(tmp_path / "base.npy", x)
+    out = tmp_path / "ix.ordann"
+    assert main(["index", "build", str(tmp_path / "base.npy"), "-o", str(out), "--metric", "l2",
+                 "--bits", bits, "-q"]) == 0
+    idx = ann.BQGraphIndex.load(out)
+    assert isinstance(idx.bits, int)
+    assert (idx.R, idx.L_build) == ann._default_build(16, idx.bits)
+    assert (idx.R, idx.L_build) == ((64, 128) if idx.bits <= 2 else (56, 64))

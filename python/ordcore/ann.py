@@ -129,14 +129,26 @@ _MAX_R = 4096
 _MAX_L_BUILD = 2**32 - 1
 
 
-#: Below this many dimensions the defaults are ``R=56``, ``L_build=64`` (see
-#: :class:`BQGraphIndex`); from it on ``R=64``, ``L_build=128``.
+#: Below this many dimensions the 4/8-bit defaults are ``R=56``, ``L_build=64`` (see
+#: :class:`BQGraphIndex`).
 _LOW_DIM = 64
 
 
-def _default_build(dim: int) -> tuple[int, int]:
-    """The default ``(R, L_build)`` of an index of dimension ``dim``."""
-    return (56, 64) if dim < _LOW_DIM else (64, 128)
+def _default_build(dim: int, bits: int) -> tuple[int, int]:
+    """The default ``(R, L_build)`` of an index of dimension ``dim`` with ``bits``-bit codes.
+
+    The one rule (the single index, its automatic choice, ``ShardedIndex`` and the CLI all
+    resolve through it): 1- and 2-bit codes keep ``R=64``, ``L_build=128`` at every
+    dimension (the graphs of earlier releases); 4- and 8-bit codes take ``R=56``,
+    ``L_build=64`` below :data:`_LOW_DIM` dimensions and ``_SCALAR_BUILD`` from it on."""
+    if bits <= 2:
+        return (64, 128)
+    return (56, 64) if dim < _LOW_DIM else _SCALAR_BUILD
+
+
+#: The 4/8-bit defaults from :data:`_LOW_DIM` dimensions on (see :class:`BQGraphIndex` for
+#: the measurements that kept them).
+_SCALAR_BUILD = (64, 128)
 
 
 def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt.NDArray[np.uint64]:
@@ -727,6 +739,13 @@ def _os_error(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     return type(exc)(code, os.strerror(code), os.fspath(path))
 
 
+def _valid_given(value: Any, lo: int, hi: int) -> bool:
+    """A pending ``R`` / ``L_build``: ``None`` (the chosen width's default) or an int in range."""
+    return value is None or (
+        isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+    )
+
+
 def _parse_meta(text: str, path: str | os.PathLike[str]) -> dict[str, Any]:
     """The index metadata saved as JSON (``{}`` when none); a malformed text is an
     ``IndexFormatError`` naming ``path``."""
@@ -739,6 +758,9 @@ def _parse_meta(text: str, path: str | os.PathLike[str]) -> dict[str, Any]:
     ok = isinstance(meta, dict) and len(meta) == 1 and (
         isinstance(meta.get("pending"), dict)
         and meta["pending"].get("rotation") in ("auto", None, "hadamard")
+        and set(meta["pending"]) <= {"rotation", "R", "L_build"}
+        and _valid_given(meta["pending"].get("R"), 2, _MAX_R)
+        and _valid_given(meta["pending"].get("L_build"), 1, _MAX_L_BUILD)
         or isinstance(meta.get("choice"), dict)
         and set(meta["choice"]) == set(CodeChoice.__annotations__)
     )
@@ -800,15 +822,18 @@ class BQGraphIndex:
         rerank, recall@10 on 50-d PCA-reduced glosses: 0.997 at 4 bits with the rotation).
         Distances are the same on every SIMD kernel.
     R : int, optional
-        Maximum out-degree, in ``[2, 4096]``. Default 64, and 56 below 64 dimensions (see
-        below).
+        Maximum out-degree, in ``[2, 4096]``. Default by code width and dimension: 64 for
+        1- and 2-bit codes at every dimension (the graphs of earlier releases); for 4- and
+        8-bit codes 64 from 64 dimensions on and 56 below (see below). With ``bits="auto"``
+        the default of the width chosen on the first ``add`` (saved with the index).
     L_build : int, optional
         Beam width of the construction searches, in ``[1, 2**32 - 1]`` (the file stores it in
         32 bits; beams never grow past the number of vectors), raised to at least ``R``; the
         first of the two passes, which only seeds the second, searches with
-        ``max(L_build // 2, 1)``. Default 128, and 64 below 64 dimensions.
+        ``max(L_build // 2, 1)``. Default, as for ``R``: 128 for 1- and 2-bit codes; for 4-
+        and 8-bit codes 128 from 64 dimensions on and 64 below.
 
-        The low-dimensional defaults (``R=56``, ``L_build=64``): there the neighbour lists
+        The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour lists
         dominate the memory (a 50-d 4-bit code is 48 bytes, a list of 64 links 260) and the
         distances are cheap, so the construction searches dominate the build. On GloVe-50
         (``benches/ann_build.py``, 2 build threads, CPU time) the build takes 1.01x the time of
@@ -818,6 +843,18 @@ class BQGraphIndex:
         (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build as well
         but costs recall on 200k rows (0.979 -> 0.961 at ``ef_search`` 128; 0.977 at most at
         256, against 0.993), so the wider beam stays from 64 dimensions on.
+
+        From 64 dimensions on a smaller degree does not pay for 4- and 8-bit codes either
+        (``benches/ann.py --build``, ``R`` in 32-64 by ``L_build`` in 64-128, CPU time, 1
+        search thread): on 20k glosses ``R=32``-``48`` search 8-21% faster at recall@10 0.95
+        (4 and 8 bits; on 20k SIFT the differences are within run-to-run noise), but on 100k
+        glosses ``R=40`` gains 10% / 6% at 0.95 (4 / 8 bits: 53.5k / 46.6k against 48.4k /
+        44.1k QPS) and loses 13% / 7% at 0.98 (32.5k / 29.0k against 37.4k / 31.1k), with
+        recall@10 at ``ef_search`` 64 0.994 / 0.991 against 0.996 / 0.996, and on 200k SIFT
+        ``R=48`` / ``R=40`` lose at 0.95 already (26.9k / 26.1k against 28.3k, interpolated)
+        with recall@10 at ``ef_search`` 64 / 128 0.921 / 0.972 and 0.918 / 0.970 against
+        0.927 / 0.979; the build time barely changes (20.2 s / 19.9 s against 20.5 s). So
+        ``R=64``, ``L_build=128`` stay.
     alpha : float
         RobustPrune parameter, DiskANN convention: ``alpha >= 1``; a candidate ``p'`` is
         pruned by an already kept neighbour ``p*`` when ``alpha * d(p*, p') <= d(p, p')``, so a
@@ -825,8 +862,8 @@ class BQGraphIndex:
         ``alpha = 1``, the second this value (Vamana's two passes).
     rotation : {"auto", None, "hadamard"}
         ``"auto"`` (default): chosen with ``bits="auto"``, ``None`` with an explicit ``bits``
-        (so ``bits=2`` alone is the index of earlier releases, file bytes included, from
-        64 dimensions on; below, the default ``R`` and ``L_build`` are smaller than they were).
+        (so ``bits=2`` alone is the index of earlier releases, file bytes included, at
+        every dimension).
         ``"hadamard"``: codes are built from ``H (x - mean)`` with ``mean`` the mean of the first
         ``add`` (after normalization under cosine), zero-padded to a supported Hadamard size,
         and ``H`` a randomized Hadamard rotation seeded by ``seed``; both are stored in the file.
@@ -888,9 +925,14 @@ class BQGraphIndex:
                 raise InvalidArgumentError(
                     f"rotation: must be 'auto', None or 'hadamard', got {rotation!r}"
                 )
-        default_r, default_l = _default_build(dim)
-        R = default_r if R is None else int_arg("R", R, 2, _MAX_R)
-        L_build = default_l if L_build is None else int_arg("L_build", L_build, 1, _MAX_L_BUILD)
+        # With bits="auto" the width, and so the default R / L_build, is known only after the
+        # choice on the first add: until then the placeholder holds the 2-bit defaults and the
+        # pending metadata what was given (None: resolve with the choice).
+        given_r = None if R is None else int_arg("R", R, 2, _MAX_R)
+        given_l = None if L_build is None else int_arg("L_build", L_build, 1, _MAX_L_BUILD)
+        default_r, default_l = _default_build(dim, 2 if auto else int(bits))
+        R = default_r if given_r is None else given_r
+        L_build = default_l if given_l is None else given_l
         if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
@@ -908,7 +950,7 @@ class BQGraphIndex:
         )
         self._meta: dict[str, Any] = {}
         if auto:
-            self._set_meta({"pending": {"rotation": rotation}})
+            self._set_meta({"pending": {"rotation": rotation, "R": given_r, "L_build": given_l}})
 
     def _set_meta(self, meta: dict[str, Any]) -> None:
         self._inner.set_meta(json.dumps(meta, sort_keys=True) if meta else "")
@@ -966,12 +1008,14 @@ class BQGraphIndex:
 
     @property
     def R(self) -> int:  # noqa: N802 - the field's name
-        """Maximum out-degree."""
+        """Maximum out-degree. With ``bits="auto"`` and no ``R`` given, the default of the
+        chosen width once the first ``add`` chose it (saved with the index); before that,
+        the 1/2-bit default 64."""
         return self._inner.params()[3]
 
     @property
     def L_build(self) -> int:  # noqa: N802
-        """Construction beam width."""
+        """Construction beam width (resolved like :attr:`R`)."""
         return self._inner.params()[4]
 
     @property
@@ -1100,6 +1144,13 @@ class BQGraphIndex:
                 choice = CodeChoice(bits=8, rotation=None, target=CHOICE_TARGET, base=0,
                                     sample=0, estimates={}, reason="")
             dim, metric, _, r, l_build, alpha, _, seed = inner.params()
+            # The defaults of the chosen width, for what was not given (a pending choice saved
+            # before the defaults depended on the width has no such keys: its R / L_build stay).
+            default_r, default_l = _default_build(dim, choice["bits"])
+            if "R" in pending:
+                r = default_r if pending["R"] is None else int(pending["R"])
+            if "L_build" in pending:
+                l_build = default_l if pending["L_build"] is None else int(pending["L_build"])
             inner = _core.BQGraphIndex(
                 dim, metric, choice["bits"], r, l_build, alpha,
                 choice["rotation"] == "hadamard", seed, inner.rerank_dtype(),

@@ -511,9 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "recall@10 0.97 on the data; 2: sign + magnitude, 1: sign, "
                         "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=None,
-                   help="max degree R of the graph (default 64, 56 below 64 dimensions)")
+                   help="max degree R of the graph (default 64; with 4/8-bit codes, chosen "
+                        "or given, 56 below 64 dimensions)")
     p.add_argument("--L-build", type=_positive_int, default=None,
-                   help="build beam width L (default 128, 64 below 64 dimensions)")
+                   help="build beam width L (default 128; with 4/8-bit codes 64 below 64 "
+                        "dimensions)")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")
     p.add_argument("--rotation", choices=["auto", "none", "hadamard"], default="auto",
                    help="hadamard: center and rotate first (for Euclidean-native data); "

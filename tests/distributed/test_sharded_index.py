@@ -449,8 +449,11 @@ def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: 
         assert ix.bits == want["bits"] and ix.rotation == want["rotation"]
         for s in range(3):  # every shard was created with the explicit choice
             got = ray_cluster.get(ix.actors[s].__ray_call__.remote(
-                lambda self: (self._idx().bits, self._idx().rotation, self._idx().choice)))
-            assert got == (want["bits"], want["rotation"], None)
+                lambda self: (self._idx().bits, self._idx().rotation, self._idx().choice,
+                              self._idx().R, self._idx().L_build)))
+            # ... and the chosen width's default R / L_build (the single index's rule)
+            assert got == (want["bits"], want["rotation"], None,
+                           *ann._default_build(32, want["bits"]))
         ix.add(X[1500:])  # later adds keep the choice
         assert ix.choice == dict(want)
         single = ann.BQGraphIndex(32, metric="l2", bits=want["bits"], rotation=want["rotation"])
@@ -460,6 +463,8 @@ def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: 
         m = json.loads((tmp_path / "ix" / "manifest.json").read_text())
         assert m["choice"] == json.loads(json.dumps(dict(want)))
         assert m["params"]["bits"] == "auto" and m["shard_params"]["bits"] == want["bits"]
+        assert (m["shard_params"]["R"], m["shard_params"]["L_build"]) == ann._default_build(
+            32, want["bits"])
     with ShardedIndex.load(tmp_path / "ix") as back:
         assert back.choice == ix.choice and back.bits == want["bits"]
     # an empty auto index saved and loaded still chooses on its first add

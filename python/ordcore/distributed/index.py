@@ -526,8 +526,11 @@ class ShardedIndex:
             seed=int(self._params.get("seed", 0)),
             rotation=self._params.get("rotation", "auto"),
         ))
-        shard_params = {**self._params, "bits": int(choice["bits"]),
-                        "rotation": choice["rotation"]}
+        # R / L_build not given: the chosen width's defaults (the single index's one rule),
+        # recorded in the manifest.
+        default_r, default_l = ordcore.ann._default_build(self._dim, int(choice["bits"]))
+        shard_params = {"R": default_r, "L_build": default_l, **self._params,
+                        "bits": int(choice["bits"]), "rotation": choice["rotation"]}
         created = self._all(lambda s, a: a.create.remote(shard_params))
         self._shard_params, self._choice = shard_params, choice
         self._record(dict(enumerate(created)))
