@@ -49,3 +49,19 @@ def test_streaming_packer_overlong_error_names_the_source_item() -> None:
     with pytest.raises(ordcore.InvalidArgumentError,
                        match=r"^source: item 3 has 9 tokens, more than max_len=4"):
         list(packer(src))
+
+
+def test_streaming_packer_empty_item_error_names_the_source_item() -> None:
+    """It named the position inside the window ('lengths: sequence 37')."""
+    seqs = [np.arange(1, 10)] * 300
+    seqs[137] = np.array([], np.int64)
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"^source: item 137 is empty"):
+        list(ordcore.packing.StreamingPacker(64, buffer_size=50)(seqs))
+
+
+def test_sharded_stream_names_shard_and_num_shards() -> None:
+    """A bad shard was reported as 'rank: must be below world_size=2'."""
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"^shard: must be below num_shards=2"):
+        ShardedPackStream([[1, 2]], 64, num_shards=2, shard=2)
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"^num_shards"):
+        ShardedPackStream([[1, 2]], 64, num_shards=0, shard=0)

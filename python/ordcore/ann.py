@@ -828,9 +828,10 @@ class BQGraphIndex:
         the default of the width chosen on the first ``add`` (saved with the index).
     L_build : int, optional
         Beam width of the construction searches, in ``[1, 2**32 - 1]`` (the file stores it in
-        32 bits; beams never grow past the number of vectors), raised to at least ``R``; the
-        first of the two passes, which only seeds the second, searches with
-        ``max(L_build // 2, 1)``. Default, as for ``R``: 128 for 1- and 2-bit codes; for 4-
+        32 bits; beams never grow past the number of vectors). The first of the two passes,
+        which only seeds the second, searches with ``max(L_build // 2, 1)``; the second
+        pass, later adds and repairs search with ``max(L_build, R)`` (the :attr:`L_build`
+        property and saved files keep the value given). Default, as for ``R``: 128 for 1- and 2-bit codes; for 4-
         and 8-bit codes 128 from 64 dimensions on and 64 below.
 
         The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour lists
@@ -1015,7 +1016,8 @@ class BQGraphIndex:
 
     @property
     def L_build(self) -> int:  # noqa: N802
-        """Construction beam width (resolved like :attr:`R`)."""
+        """Construction beam width as given or defaulted (resolved like :attr:`R`); the
+        second pass, later adds and repairs search with ``max(L_build, R)``."""
         return self._inner.params()[4]
 
     @property

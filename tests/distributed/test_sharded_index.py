@@ -437,6 +437,36 @@ def test_dataset_blocks_a_filter_emptied_are_skipped(tmp_path: Path, ray_cluster
         np.testing.assert_array_equal(ix.get(np.arange(20)), X[:20])
 
 
+def test_default_shard_cpus_leave_one_cpu_for_dataset_tasks() -> None:
+    """On 1 CPU the shards reserved 0.5 and a Dataset add waited forever for a 1-CPU task."""
+    from ordcore.distributed.index import default_shard_cpus
+
+    for total in (1.0, 1.5, 2.0, 3.0, 8.0, 64.0):
+        for shards in (1, 2, 3, 7):
+            cpus = default_shard_cpus(total, shards)
+            assert cpus >= 0.01
+            if total - 1.0 >= 0.01 * shards:
+                assert total - cpus * shards >= 1.0
+    assert default_shard_cpus(8.0, 2) == 3.5
+
+
+def test_dataset_add_without_a_free_cpu_is_a_clear_error(tmp_path: Path,
+                                                           ray_cluster: Any) -> None:
+    """Ray Data's 1-CPU tasks could never be placed beside the shards: the add hung."""
+    import ray.data
+
+    X, _ = _data(n=40)
+    ds = ray.data.from_items([{"emb": x} for x in X])
+    total = ray_cluster.cluster_resources()["CPU"]
+    with ShardedIndex(16, 2, path=tmp_path / "ix", metric="l2", bits=2,
+                      num_cpus_per_shard=total / 2) as ix:
+        with pytest.raises(ordcore.ClusterError, match=r"^X: a ray.data.Dataset needs 1 CPU"):
+            ix.add(ds, vector_column="emb")
+        assert sum(ix.shard_sizes) == 0
+        ix.add(X)  # arrays need no Ray Data task
+        assert sum(ix.shard_sizes) == 40
+
+
 # -- the single-index API of the ANN codes issue, passed through ------------------------
 def test_auto_bits_are_chosen_once_for_every_shard(tmp_path: Path, ray_cluster: Any) -> None:
     X, Q = _data(n=2000, d=32)

@@ -35,10 +35,12 @@ MANIFEST = "manifest.json"
 FORMAT = "ordcore.distributed.ShardedIndex"
 #: 2 added ``shard_params`` and ``choice`` (``bits="auto"``); version 1 manifests still load.
 FORMAT_VERSION = 2
-#: With ``num_cpus_per_shard=None`` the shards share the cluster's CPUs less one whole CPU (at
-#: most half of them on a cluster of 2 CPUs or fewer), so that a Ray Data task (a ``Dataset``
-#: fed to ``add`` asks for 1 CPU per read task) and packing always find room.
+#: With ``num_cpus_per_shard=None`` the shards share the cluster's CPUs less one whole CPU, so
+#: that a Ray Data task (a ``Dataset`` fed to ``add`` asks for 1 CPU per task) and packing
+#: always find room; on a cluster of 2 CPUs or fewer each shard reserves at most
+#: ``SHARD_CPU_MIN`` CPUs beyond that (the shards then share the CPUs with those tasks).
 SHARD_CPU_FREE = 1.0
+SHARD_CPU_MIN = 0.01
 #: Seconds to wait for the shard actors to be placed and answer their first call.
 START_TIMEOUT_S = 120.0
 #: Rows per ``stage`` call when ``add`` routes a block of a ``ray.data.Dataset``.
@@ -151,8 +153,10 @@ class ShardedIndex:
         must not hold an index already (open that one with :meth:`load`).
     num_cpus_per_shard : float, optional
         CPUs each actor reserves (fractions allowed). Default: the cluster's CPUs less one
-        whole CPU (at most half of them on 2 CPUs or fewer), divided among the shards, so
-        that Ray Data tasks (1 CPU each by default) keep room to run. More than the cluster
+        whole CPU, divided among the shards (at least 0.01 each, so on 2 CPUs or fewer the
+        shards share CPUs with other tasks), so that Ray Data tasks (1 CPU each by default)
+        keep room to run; an ``add`` of a ``ray.data.Dataset`` with less than one CPU left
+        beside the shards is a ``ClusterError`` (it would wait forever). More than the cluster
         has in all is a ``ClusterError`` at once. Each shard's index calls use
         ``max(1, floor(num_cpus_per_shard))`` threads.
     max_restarts : int
@@ -267,8 +271,7 @@ class ShardedIndex:
             raise InvalidArgumentError(f"max_restarts: must be an integer >= 0, got {max_restarts!r}")
         total = float(ray.cluster_resources().get("CPU", 1.0))
         if num_cpus_per_shard is None:
-            budget = max(total - SHARD_CPU_FREE, total / 2)
-            cpus = max(0.01, math.floor(100 * budget / self._num_shards) / 100)
+            cpus = default_shard_cpus(total, self._num_shards)
         else:
             if isinstance(num_cpus_per_shard, bool) or not isinstance(
                 num_cpus_per_shard, (int, float, np.integer, np.floating)
@@ -473,6 +476,7 @@ class ShardedIndex:
         staged: set[int] = set()
         try:
             if _is_dataset(X):
+                self._check_room_for_dataset_tasks()
                 ds = self._dataset_columns(X, vector_column, id_column)
                 if self._shard_params is None:
                     self._choose_from_dataset(ds, vector_column)
@@ -552,6 +556,20 @@ class ShardedIndex:
         self._choose(sample, n)
 
     # -- Dataset add: blocks go from the source to the shards -----------------------------
+    def _check_room_for_dataset_tasks(self) -> None:
+        """Ray Data runs a ``Dataset``'s tasks with 1 CPU each: with less than that left
+        beside the shards' reservations they would wait forever."""
+        ray = require_cluster()
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        free = total - self._cpus * self._num_shards
+        if free < SHARD_CPU_FREE - 1e-9:
+            raise ClusterError(
+                f"X: a ray.data.Dataset needs {SHARD_CPU_FREE:g} CPU free for Ray Data's tasks, "
+                f"but the {self._num_shards} shards reserve {self._cpus:g} CPUs each of the "
+                f"cluster's {total:g} ({free:g} left): pass a smaller num_cpus_per_shard, "
+                f"add CPUs, or add arrays instead"
+            )
+
     def _dataset_columns(self, ds: Any, vector_column: str, id_column: str | None) -> Any:
         names = ds.schema().names
         for arg, col in (("vector_column", vector_column), ("id_column", id_column)):
@@ -942,6 +960,14 @@ def _raise_unknown(ids: npt.NDArray[np.int64]) -> None:
     raise UnknownIdError(
         f"ids: {len(first)} id(s) are not in the index, first {first[:5]}"
     )
+
+
+def default_shard_cpus(total: float, num_shards: int) -> float:
+    """CPUs each shard reserves with ``num_cpus_per_shard=None``: the cluster's ``total``
+    less ``SHARD_CPU_FREE``, split among the shards (in hundredths, at least
+    ``SHARD_CPU_MIN``)."""
+    budget = max(total - SHARD_CPU_FREE, 0.0)
+    return max(SHARD_CPU_MIN, math.floor(100 * budget / num_shards) / 100)
 
 
 def _is_dataset(x: Any) -> bool:

@@ -843,8 +843,13 @@ class StreamingPacker:
                     raise InvalidArgumentError(
                         f"source: item {self._window_start + i} must be 1-D, got {t.shape}"
                     )
+            base = self._window_start
+            if not self.allow_empty and lengths.size and int(lengths.min()) == 0:
+                raise InvalidArgumentError(
+                    f"source: item {base + int(np.argmin(lengths))} is empty (zero-length segments crash varlen "
+                    f"attention kernels); pass allow_empty=True to skip empty sequences"
+                )
             if self.overlong == "error":
-                base = self._window_start
                 _refuse_overlong_item(
                     lengths, self.max_len, lambda i: (base + i, int(lengths[i]))
                 )

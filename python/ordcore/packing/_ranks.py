@@ -93,12 +93,14 @@ def equalize_ranks(num_items: int, world_size: int, *, remainder: str = "drop") 
     return RankSplit(idx, pad, per, 0, per * w - n)
 
 
-def _validate_rank(rank: int, world_size: int) -> tuple[int, int]:
-    """Checks a ``(rank, world_size)`` pair."""
+def _validate_rank(
+    rank: int, world_size: int, names: tuple[str, str] = ("rank", "world_size")
+) -> tuple[int, int]:
+    """Checks a ``(rank, world_size)`` pair; errors use the caller's argument ``names``."""
     from ordcore.packing._plan import _check_int
 
-    w = _check_int("world_size", world_size, 1)
-    r = _check_int("rank", rank, 0)
+    w = _check_int(names[1], world_size, 1)
+    r = _check_int(names[0], rank, 0)
     if r >= w:
-        raise InvalidArgumentError(f"rank: must be below world_size={w}, got {r}")
+        raise InvalidArgumentError(f"{names[0]}: must be below {names[1]}={w}, got {r}")
     return r, w

@@ -151,7 +151,7 @@ class ShardedPackStream:
             else _check_int("max_seqs_per_pack", max_seqs_per_pack, 1)
         )
         self.seed = _check_int("seed", seed, 0)
-        self.shard, self.num_shards = _validate_rank(shard, num_shards)
+        self.shard, self.num_shards = _validate_rank(shard, num_shards, ("shard", "num_shards"))
         self.remainder = _check_choice("remainder", remainder, RANK_REMAINDERS)
         if not isinstance(token_column, str):
             raise InvalidArgumentError(f"token_column: must be a string, got {token_column!r}")
