@@ -129,26 +129,24 @@ _MAX_R = 4096
 _MAX_L_BUILD = 2**32 - 1
 
 
-#: Below this many dimensions the 4/8-bit defaults are ``R=56``, ``L_build=64`` (see
+#: Below this many dimensions the 4/8-bit defaults are :data:`_LOW_DIM_SCALAR_BUILD` (see
 #: :class:`BQGraphIndex`).
 _LOW_DIM = 64
+#: ``(R, L_build)`` of 1- and 2-bit codes at every dimension: the graphs of earlier releases.
+_BINARY_BUILD = (64, 128)
+#: ``(R, L_build)`` of 4/8-bit codes from :data:`_LOW_DIM` dimensions on (see
+#: :class:`BQGraphIndex` for the measurements that kept them), and below.
+_SCALAR_BUILD = (64, 128)
+_LOW_DIM_SCALAR_BUILD = (56, 64)
 
 
 def _default_build(dim: int, bits: int) -> tuple[int, int]:
-    """The default ``(R, L_build)`` of an index of dimension ``dim`` with ``bits``-bit codes.
-
-    The one rule (the single index, its automatic choice, ``ShardedIndex`` and the CLI all
-    resolve through it): 1- and 2-bit codes keep ``R=64``, ``L_build=128`` at every
-    dimension (the graphs of earlier releases); 4- and 8-bit codes take ``R=56``,
-    ``L_build=64`` below :data:`_LOW_DIM` dimensions and ``_SCALAR_BUILD`` from it on."""
+    """The default ``(R, L_build)`` of an index of dimension ``dim`` with ``bits``-bit codes:
+    the one rule the single index, its automatic choice, ``ShardedIndex`` and the CLI all
+    resolve through."""
     if bits <= 2:
-        return (64, 128)
-    return (56, 64) if dim < _LOW_DIM else _SCALAR_BUILD
-
-
-#: The 4/8-bit defaults from :data:`_LOW_DIM` dimensions on (see :class:`BQGraphIndex` for
-#: the measurements that kept them).
-_SCALAR_BUILD = (64, 128)
+        return _BINARY_BUILD
+    return _LOW_DIM_SCALAR_BUILD if dim < _LOW_DIM else _SCALAR_BUILD
 
 
 def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt.NDArray[np.uint64]:
@@ -831,17 +829,17 @@ class BQGraphIndex:
         32 bits; beams never grow past the number of vectors). The first of the two passes,
         which only seeds the second, searches with ``max(L_build // 2, 1)``; the second
         pass, later adds and repairs search with ``max(L_build, R)`` (the :attr:`L_build`
-        property and saved files keep the value given). Default, as for ``R``: 128 for 1- and 2-bit codes; for 4-
-        and 8-bit codes 128 from 64 dimensions on and 64 below.
+        property and saved files keep the value given). Default, as for ``R``: 128 for 1-
+        and 2-bit codes; for 4- and 8-bit codes 128 from 64 dimensions on and 64 below.
 
-        The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour lists
-        dominate the memory (a 50-d 4-bit code is 48 bytes, a list of 64 links 260) and the
-        distances are cheap, so the construction searches dominate the build. On GloVe-50
-        (``benches/ann_build.py``, 2 build threads, CPU time) the build takes 1.01x the time of
-        hnswlib M=16 / ef_construction=200 at 20k rows and 0.56x at 200k (with ``R=64``,
-        ``L_build=128``: 1.94x at 20k, 1.66x at 100k), recall@10 at ``ef_search`` 64 / 128 0.9795 / 0.9953 at 100k rows
-        (0.9864 / 0.9974), and with an int8 rerank store the index takes 0.95x hnswlib's memory
-        (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build as well
+        The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour
+        lists dominate the memory (a 50-d 4-bit code is 48 bytes, a list of 64 links 260)
+        and the distances are cheap, so the construction searches dominate the build. On
+        GloVe-50 (``benches/ann_build.py``, 2 build threads, CPU time) the build takes 1.01x
+        the time of hnswlib M=16 / ef_construction=200 at 20k rows and 0.56x at 200k (with
+        ``R=64``, ``L_build=128``: 1.94x at 20k, 1.66x at 100k), recall@10 at ``ef_search``
+        64 / 128 is 0.9795 / 0.9953 at 100k rows (0.9864 / 0.9974), and with an int8 rerank
+        store the index takes 0.95x hnswlib's memory (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build as well
         but costs recall on 200k rows (0.979 -> 0.961 at ``ef_search`` 128; 0.977 at most at
         256, against 0.993), so the wider beam stays from 64 dimensions on.
 
@@ -1312,8 +1310,8 @@ class BQGraphIndex:
         7,600 at 128-d, 10,900 at 50-d: a scanned row's cost grows with ``dim`` faster than a
         graph step's, and these are where both paths cost about the same on glosses, SIFT
         and GloVe), the search is an exact scan of the allowed vectors instead (exact
-        distances, also with ``rerank=False``). Measured recall@10 against exact filtered search, glosses 100k,
-        2-bit codes, ``ef_search=64`` (``python benches/ann_choice.py glosses --n 100000
+        distances, also with ``rerank=False``). Measured recall@10 against exact filtered
+        search, glosses 100k, 2-bit codes, ``ef_search=64`` (``python benches/ann_choice.py glosses --n 100000
         --filter``): 50 % allowed 0.987, 20 % 0.995, 10 % 0.998, 5 % and fewer: exact scan.
         These are random filters; a filter that excludes the region around the queries
         (e.g. allowing only the rows least similar to them) leaves the beam fewer allowed

@@ -37,9 +37,10 @@ FORMAT = "ordcore.distributed.ShardedIndex"
 FORMAT_VERSION = 2
 #: With ``num_cpus_per_shard=None`` the shards share the cluster's CPUs less one whole CPU, so
 #: that a Ray Data task (a ``Dataset`` fed to ``add`` asks for 1 CPU per task) and packing
-#: always find room; on a cluster of 2 CPUs or fewer each shard reserves at most
-#: ``SHARD_CPU_MIN`` CPUs beyond that (the shards then share the CPUs with those tasks).
+#: always find room.
 SHARD_CPU_FREE = 1.0
+#: The least a shard reserves by default (on a cluster of barely more than one CPU the
+#: shards then share the CPUs with those tasks).
 SHARD_CPU_MIN = 0.01
 #: Seconds to wait for the shard actors to be placed and answer their first call.
 START_TIMEOUT_S = 120.0
@@ -153,8 +154,8 @@ class ShardedIndex:
         must not hold an index already (open that one with :meth:`load`).
     num_cpus_per_shard : float, optional
         CPUs each actor reserves (fractions allowed). Default: the cluster's CPUs less one
-        whole CPU, divided among the shards (at least 0.01 each, so on 2 CPUs or fewer the
-        shards share CPUs with other tasks), so that Ray Data tasks (1 CPU each by default)
+        whole CPU, divided among the shards (at least 0.01 each, so on a cluster of barely
+        more than one CPU the shards share CPUs with other tasks), so that Ray Data tasks (1 CPU each by default)
         keep room to run; an ``add`` of a ``ray.data.Dataset`` with less than one CPU left
         beside the shards is a ``ClusterError`` (it would wait forever). More than the cluster
         has in all is a ``ClusterError`` at once. Each shard's index calls use
