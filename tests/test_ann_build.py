@@ -29,6 +29,32 @@ def test_default_degree_and_beam_by_dimension() -> None:
     assert ann.BQGraphIndex(384, metric="l2", R=32, L_build=16).L_build == 16
 
 
+def test_small_first_build_takes_the_narrow_scalar_beam() -> None:
+    # 4/8-bit codes on a first build of fewer than 50,000 rows: L_build 64 from 64
+    # dimensions on, 48 below; R unchanged; 1/2-bit codes and unknown sizes keep the rest.
+    assert ann._SMALL_BASE == 50_000
+    for bits in (4, 8):
+        for dim, full, small in ((50, (56, 64), (56, 48)), (64, (64, 128), (64, 64)),
+                                 (384, (64, 128), (64, 64))):
+            assert ann._default_build(dim, bits) == full
+            assert ann._default_build(dim, bits, 50_000) == full
+            assert ann._default_build(dim, bits, 200_000) == full
+            assert ann._default_build(dim, bits, 49_999) == small
+            assert ann._default_build(dim, bits, 1) == small
+    for bits in (1, 2):
+        for rows in (None, 1, 49_999, 50_000):
+            assert ann._default_build(128, bits, rows) == (64, 128)
+    # An automatic index resolves them on its first add; later adds keep them; an explicit
+    # width keeps the full-size defaults (its rows are not known when it is created).
+    x = np.random.default_rng(4).standard_normal((1500, 64)).astype(np.float32)
+    auto = ann.BQGraphIndex(64, metric="l2", seed=1)
+    auto.add(x[:1200], num_threads=2)
+    assert auto.bits in (4, 8) and (auto.R, auto.L_build) == (64, 64)
+    auto.add(x[1200:], num_threads=2)
+    assert (auto.R, auto.L_build) == (64, 64)
+    assert ann.BQGraphIndex(64, metric="l2", bits=4).L_build == 128
+
+
 def test_default_degree_sets_the_graph_memory() -> None:
     # The graph holds R links and a degree per node: (R + 1) * 4 bytes a row.
     x = np.random.default_rng(0).standard_normal((300, 50)).astype(np.float32)
@@ -76,11 +102,14 @@ def test_auto_resolves_the_chosen_widths_defaults(tmp_path: Path) -> None:
     idx.add(x, num_threads=2)
     pending.add(x, num_threads=2)
     assert idx.bits in (4, 8)
-    want = ann._default_build(16, idx.bits)
-    assert want == (56, 64)
+    # The defaults of the chosen width for a first build of len(x) < 50,000 rows: the
+    # small-base construction beam.
+    want = ann._default_build(16, idx.bits, len(x))
+    assert want == (56, 48)
     assert (idx.R, idx.L_build) == want and (pending.R, pending.L_build) == want
-    # The same graph as the explicit width with its defaults, and the choice recorded.
-    explicit = ann.BQGraphIndex(16, metric="l2", bits=idx.bits, rotation=idx.rotation, seed=3)
+    # The same graph as the explicit width with those parameters, and the choice recorded.
+    explicit = ann.BQGraphIndex(16, metric="l2", bits=idx.bits, rotation=idx.rotation, seed=3,
+                                R=want[0], L_build=want[1])
     explicit.add(x, num_threads=2)
     np.testing.assert_array_equal(idx.search(x[:20], 10)[0], explicit.search(x[:20], 10)[0])
     assert idx.choice is not None and idx.choice["bits"] == idx.bits
@@ -102,10 +131,10 @@ def test_auto_keeps_a_given_degree_and_beam(tmp_path: Path) -> None:
     for index in (idx, ann.BQGraphIndex.load(tmp_path / "pending")):
         index.add(x, num_threads=2)
         assert index.bits in (4, 8)
-        assert (index.R, index.L_build) == (24, ann._default_build(16, index.bits)[1])
+        assert (index.R, index.L_build) == (24, ann._default_build(16, index.bits, len(x))[1])
     beam = ann.BQGraphIndex(16, metric="l2", L_build=40, seed=3)
     beam.add(x, num_threads=2)
-    assert (beam.R, beam.L_build) == (ann._default_build(16, beam.bits)[0], 40)
+    assert (beam.R, beam.L_build) == (ann._default_build(16, beam.bits, len(x))[0], 40)
 
 
 def test_pending_choice_without_build_keys_keeps_its_parameters(tmp_path: Path) -> None:
