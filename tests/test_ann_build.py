@@ -29,21 +29,18 @@ def test_default_degree_and_beam_by_dimension() -> None:
     assert ann.BQGraphIndex(384, metric="l2", R=32, L_build=16).L_build == 16
 
 
-def test_small_first_build_takes_the_narrow_scalar_beam() -> None:
-    # 4/8-bit codes on a first build of fewer than 50,000 rows: L_build 64 from 64
-    # dimensions on, 48 below; R unchanged; 1/2-bit codes and unknown sizes keep the rest.
+def test_small_first_build_takes_the_narrow_beam() -> None:
+    # A first build of fewer than 50,000 rows, when known: L_build 64, and 48 for 4/8-bit
+    # codes below 64 dimensions; R unchanged. Unknown sizes keep the full-size defaults.
     assert ann._SMALL_BASE == 50_000
-    for bits in (4, 8):
-        for dim, full, small in ((50, (56, 64), (56, 48)), (64, (64, 128), (64, 64)),
-                                 (384, (64, 128), (64, 64))):
-            assert ann._default_build(dim, bits) == full
-            assert ann._default_build(dim, bits, 50_000) == full
-            assert ann._default_build(dim, bits, 200_000) == full
-            assert ann._default_build(dim, bits, 49_999) == small
-            assert ann._default_build(dim, bits, 1) == small
-    for bits in (1, 2):
-        for rows in (None, 1, 49_999, 50_000):
-            assert ann._default_build(128, bits, rows) == (64, 128)
+    for bits in (1, 2, 4, 8):
+        for dim in (16, 50, 63, 64, 128, 384):
+            full = ann._default_build(dim, bits)
+            small = (full[0], 48 if bits > 2 and dim < 64 else 64)
+            for rows in (50_000, 200_000):
+                assert ann._default_build(dim, bits, rows) == full, (bits, dim, rows)
+            for rows in (1, 49_999):
+                assert ann._default_build(dim, bits, rows) == small, (bits, dim, rows)
     # An automatic index resolves them on its first add; later adds keep them; an explicit
     # width keeps the full-size defaults (its rows are not known when it is created).
     x = np.random.default_rng(4).standard_normal((1500, 64)).astype(np.float32)

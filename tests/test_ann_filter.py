@@ -196,6 +196,9 @@ def test_auto_choice_on_real_data(shared_data: Path, tmp_path: Path) -> None:
         choice = idx.choice
         assert choice is not None and choice["bits"] == idx.bits
         assert choice["rotation"] == idx.rotation and choice["base"] == len(base)
+        # A base of 20,000 rows: the small-base construction beam of the chosen width.
+        assert (idx.R, idx.L_build) == ann._default_build(base.shape[1], idx.bits, len(base))
+        assert idx.L_build < ann._default_build(base.shape[1], idx.bits)[1]
         assert "cheapest" in choice["reason"]
         key = f"{choice['bits']}/{choice['rotation'] or 'none'}"
         assert choice["estimates"][key] >= choice["target"]

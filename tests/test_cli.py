@@ -451,5 +451,7 @@ def test_index_build_resolves_the_defaults_of_the_width(tmp_path: Path, bits: st
     # bits="auto" resolves them with the rows of the build (a small base: a narrower beam).
     rows = len(x) if bits == "auto" else None
     assert (idx.R, idx.L_build) == ann._default_build(16, idx.bits, rows)
-    small = bits == "auto"
-    assert (idx.R, idx.L_build) == ((64, 128) if idx.bits <= 2 else (56, 48 if small else 64))
+    if bits == "auto":
+        assert (idx.R, idx.L_build) == ((64, 64) if idx.bits <= 2 else (56, 48))
+    else:
+        assert (idx.R, idx.L_build) == ((64, 128) if idx.bits <= 2 else (56, 64))

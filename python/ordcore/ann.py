@@ -138,24 +138,28 @@ _BINARY_BUILD = (64, 128)
 #: :class:`BQGraphIndex` for the measurements that kept them), and below.
 _SCALAR_BUILD = (64, 128)
 _LOW_DIM_SCALAR_BUILD = (56, 64)
-#: A 4/8-bit index whose first build (``bits="auto"``) has fewer rows than this takes the
-#: narrower construction beam :data:`_SMALL_SCALAR_L_BUILD` (from :data:`_LOW_DIM`
-#: dimensions on, and below): on a small base it gives the same recall for much less build
-#: time (see :class:`BQGraphIndex`).
+#: An index whose first build has fewer rows than this, known when its defaults are
+#: resolved (``bits="auto"``), takes a narrower construction beam: ``L_build`` 64, and 48
+#: for 4/8-bit codes below :data:`_LOW_DIM` dimensions. On a small base it gives the same
+#: recall for much less build time (see :class:`BQGraphIndex`).
 _SMALL_BASE = 50_000
-_SMALL_SCALAR_L_BUILD = (64, 48)
+_SMALL_L_BUILD = 64
+_SMALL_LOW_DIM_SCALAR_L_BUILD = 48
 
 
 def _default_build(dim: int, bits: int, rows: int | None = None) -> tuple[int, int]:
     """The default ``(R, L_build)`` of an index of dimension ``dim`` with ``bits``-bit codes
-    whose first build has ``rows`` rows (``None``: not known, the full-size defaults): the one
-    rule the single index, its automatic choice, ``ShardedIndex`` and the CLI all resolve
-    through."""
-    if bits <= 2:
-        return _BINARY_BUILD
-    r, l_build = _LOW_DIM_SCALAR_BUILD if dim < _LOW_DIM else _SCALAR_BUILD
+    whose first build has ``rows`` rows (``None``: not known, the full-size defaults; an
+    explicit ``bits=1``/``2`` so keeps the graphs of earlier releases): the one rule the
+    single index, its automatic choice, ``ShardedIndex`` and the CLI all resolve through."""
+    scalar = bits > 2
+    low = scalar and dim < _LOW_DIM
+    if not scalar:
+        r, l_build = _BINARY_BUILD
+    else:
+        r, l_build = _LOW_DIM_SCALAR_BUILD if low else _SCALAR_BUILD
     if rows is not None and rows < _SMALL_BASE:
-        l_build = _SMALL_SCALAR_L_BUILD[dim < _LOW_DIM]
+        l_build = _SMALL_LOW_DIM_SCALAR_L_BUILD if low else _SMALL_L_BUILD
     return r, l_build
 
 
@@ -842,18 +846,22 @@ class BQGraphIndex:
         property and saved files keep the value given). Default, as for ``R``: 128 for 1-
         and 2-bit codes; for 4- and 8-bit codes 128 from 64 dimensions on and 64 below.
         With ``bits="auto"`` the default is resolved on the first ``add`` from the width
-        chosen and the rows added: when it picks 4 or 8 bits for fewer than 50,000 rows,
-        64 from 64 dimensions on and 48 below (an explicit width, whose rows are not known
-        when the index is created, keeps the full-size defaults).
+        chosen and the rows added: below 50,000 rows a narrower beam, 64 (48 for 4- and
+        8-bit codes below 64 dimensions). An explicit width, whose rows are not known when
+        the index is created, keeps the full-size defaults (so ``bits=2`` alone is the
+        index of earlier releases).
 
         The small-base beams: on 20k rows (``benches/ann_build.py``, 2 build threads, CPU
         time, ordcore / hnswlib M=16 / ef_construction=200 build time, recall@10 at
-        ``ef_search`` 64 / 128) SIFT builds at 0.73x with ``L_build=64`` against 1.27x
-        with 128, recall 0.9990 / 1.0000 against 0.9986 / 0.9998; GloVe-50 at 0.75x with
-        48 against 0.87x with 64, 0.9934 / 0.9986 against 0.9942 / 0.9990. Below 50,000 rows
-        the narrow beams keep recall: on 100k SIFT ``L_build=64`` still gives 0.9766 /
-        0.9887 (128: 0.9711 / 0.9890), on 100k GloVe-50 ``L_build=48`` starts to lose
-        (0.9741 / 0.9937 against 0.9802 / 0.9954), and on 200k SIFT 64 costs recall (below).
+        ``ef_search`` 64 / 128) SIFT (4 bits) builds at 0.73x with ``L_build=64`` against
+        1.27x with 128, recall 0.9990 / 1.0000 against 0.9986 / 0.9998; GloVe-50 (4 bits)
+        at 0.75x with 48 against 0.87x with 64, 0.9934 / 0.9986 against 0.9942 / 0.9990;
+        glosses (2 bits) at 0.57x with 64 against 0.85x with 128, 0.9926 / 0.9976 against
+        0.9928 / 0.9976. Up to 50,000 rows the narrow beams keep recall: on 100k SIFT
+        ``L_build=64`` still gives 0.9766 / 0.9887 (128: 0.9711 / 0.9890) and on 100k
+        glosses 0.9878 / 0.9962 (0.9865 / 0.9960), but on 100k GloVe-50 ``L_build=48``
+        starts to lose (0.9741 / 0.9937 against 0.9802 / 0.9954), and on 200k SIFT 64 costs
+        recall (below).
 
         The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour
         lists dominate the memory (a 50-d 4-bit code is 48 bytes, a list of 64 links 260)
