@@ -147,6 +147,19 @@ impl CodeScorer for ScalarCodes<'_> {
         self.codes.len() / self.layout.code_words()
     }
     fn scores(&self, i: usize, out: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if self.dist.kernel == sq::SqKernel::Avx512Vnni {
+            // SAFETY: the kernel is in use only where the CPU supports its features.
+            return unsafe { self.scores_vnni(i, out) };
+        }
+        self.scores_impl(i, out)
+    }
+}
+
+impl ScalarCodes<'_> {
+    /// `out[j]`: [`SqDist::query_distance`] of row `i`'s query form against row `j`'s code.
+    #[inline(always)]
+    fn scores_impl(&self, i: usize, out: &mut [f32]) {
         let q = &self.rows[i * self.dim..(i + 1) * self.dim];
         let mut buf = Vec::new();
         let t = match &self.rot {
@@ -169,6 +182,59 @@ impl CodeScorer for ScalarCodes<'_> {
             *o = self.dist.query_distance(&form, c);
         }
     }
+
+    /// [`Self::scores_impl`] compiled with the AVX-512 VNNI kernel's features, so that its
+    /// dot product inlines into the loop (the same integer products and float formula, so
+    /// the same scores).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,avx512f,avx512bw,avx512vnni")]
+    unsafe fn scores_vnni(&self, i: usize, out: &mut [f32]) {
+        self.scores_impl(i, out)
+    }
+}
+
+/// A key of `v` whose integer order is `f32::total_cmp`'s.
+#[inline(always)]
+fn total_key(v: f32) -> u32 {
+    let b = v.to_bits();
+    if b >> 31 == 1 {
+        !b
+    } else {
+        b | 1 << 31
+    }
+}
+
+/// Of `scores` without entry `skip`: the `depth`-th smallest value (`1 <= depth <
+/// scores.len()`, in `f32::total_cmp` order) and how many entries are below it and equal to
+/// it (`<` and `==`). One pass keeps the `depth` smallest keys in a max-heap (most entries
+/// fail one comparison with its top), a second counts; the same figures as a selection over
+/// a copy, without the copy.
+fn kth_smallest(scores: &[f32], skip: usize, depth: usize) -> (f32, usize, usize) {
+    let mut heap = std::collections::BinaryHeap::with_capacity(depth + 1);
+    let mut rest = scores
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != skip)
+        .map(|(_, &s)| total_key(s));
+    heap.extend(rest.by_ref().take(depth));
+    let mut top = heap.peek().copied().unwrap_or(u32::MAX);
+    for key in rest {
+        if key < top {
+            if let Some(mut t) = heap.peek_mut() {
+                *t = key;
+            }
+            top = heap.peek().copied().unwrap_or(u32::MAX);
+        }
+    }
+    let kth = f32::from_bits(if top >> 31 == 1 {
+        top & !(1 << 31)
+    } else {
+        !top
+    });
+    // Counted over every entry (a loop the compiler vectorizes), then `skip` taken out.
+    let below = scores.iter().filter(|&&s| s < kth).count() - (scores[skip] < kth) as usize;
+    let tied = scores.iter().filter(|&&s| s == kth).count() - (scores[skip] == kth) as usize;
+    (kth, below, tied)
 }
 
 /// Per scorer, per query row `q` in `queries`: the expected recall@k of the code-space top-k
@@ -220,23 +286,11 @@ pub fn code_space_recall(
                 .map(|(j, r)| (j as u32, r));
             let truth = exact_top_k(metric, qr, others, k);
             let mut scores = vec![0f32; n];
-            let mut rest = Vec::with_capacity(n);
             Ok(scorers
                 .iter()
                 .map(|scorer| {
                     scorer.scores(i, &mut scores);
-                    rest.clear();
-                    rest.extend(
-                        scores
-                            .iter()
-                            .enumerate()
-                            .filter(|&(j, _)| j != i)
-                            .map(|(_, &s)| s),
-                    );
-                    let (_, &mut kth, _) =
-                        rest.select_nth_unstable_by(depth - 1, |a, b| a.total_cmp(b));
-                    let below = rest.iter().filter(|&&s| s < kth).count();
-                    let tied = rest.iter().filter(|&&s| s == kth).count();
+                    let (kth, below, tied) = kth_smallest(&scores, i, depth);
                     let share = (depth - below) as f64 / tied as f64;
                     let hits: f64 = truth
                         .iter()
@@ -319,4 +373,47 @@ pub fn fitness_recall(
         .collect::<Result<_>>()?;
     let refs: Vec<&dyn CodeScorer> = scorers.iter().map(|s| s.as_ref()).collect();
     code_space_recall(&rows, dim, metric, k, depth, queries, &refs)
+}
+
+#[cfg(test)]
+mod kth_tests {
+    use super::*;
+
+    #[test]
+    fn kth_smallest_matches_a_selection_over_a_copy() {
+        // Ties, both zeros, negatives and infinities: the heap gives the figures of
+        // `select_nth_unstable_by(total_cmp)` over the entries other than `skip`.
+        let mut state = 7u64;
+        for case in 0..400usize {
+            let n = 2 + case % 37;
+            let scores: Vec<f32> = (0..n)
+                .map(|_| {
+                    state = crate::rng::mix64(state.wrapping_add(case as u64));
+                    match state % 9 {
+                        0 => 0.0,
+                        1 => -0.0,
+                        2 => f32::INFINITY,
+                        3 => -1.5,
+                        _ => (state >> 40) as f32 / 4096.0 - 100.0,
+                    }
+                })
+                .collect();
+            let skip = case % n;
+            for depth in 1..n {
+                let mut rest: Vec<f32> = scores
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != skip)
+                    .map(|(_, &s)| s)
+                    .collect();
+                let (_, &mut kth, _) =
+                    rest.select_nth_unstable_by(depth - 1, |a, b| a.total_cmp(b));
+                let below = rest.iter().filter(|&&s| s < kth).count();
+                let tied = rest.iter().filter(|&&s| s == kth).count();
+                let got = kth_smallest(&scores, skip, depth);
+                assert_eq!(got.0.to_bits(), kth.to_bits(), "{scores:?} {skip} {depth}");
+                assert_eq!((got.1, got.2), (below, tied));
+            }
+        }
+    }
 }
