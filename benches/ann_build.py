@@ -14,19 +14,27 @@ at 1 thread and report recall@10 and CPU-time queries per second at each ``--efs
 ``--settings`` lists the ordcore keyword sets to build, separated by ``;`` (empty: the
 defaults). Measured (2 build threads on 2 cores shared with other work, load 3-6; 20k rows
 with 500 queries, full size with 1000), ordcore / hnswlib build CPU time and recall@10 at
-``ef_search`` 64 / 128 (hnswlib's in brackets):
+``ef_search`` 64 / 128 (hnswlib's in brackets). ``bits="auto"`` resolves ``L_build`` with
+the rows of the first ``add``: below 50,000 rows 64 (48 for 4/8-bit codes below 64
+dimensions), so the 20k rows below build with the small-base beam and the full-size sets
+exactly as before:
 
-* SIFT 20k (R=64, L_build=128): 1.26x; 0.9984 / 0.9998 (0.9950 / 0.9996). ``L_build=64``
-  builds at 0.80x with the same recall at 20k, but on 200k rows it costs recall: 0.9248 /
-  0.9605 against 0.9254 / 0.9793, and at most 0.977 by ``ef_search`` 256 against 0.993
-  (``L_build=96``: 0.9267 / 0.9692); a first pass at 64 instead of 32 does not restore it.
-* SIFT 200k: 0.54x; 0.9254 / 0.9793 (0.9884 / 0.9960).
-* GloVe-50 20k (R=56, L_build=64): 1.01x; 0.9940 / 0.9990 (0.9764 / 0.9950); with the
-  earlier R=64, L_build=128: 1.94x, 0.9976 / 1.0000. 100k: 0.89x (1.66x), 0.9795 / 0.9953
-  (0.9864 / 0.9974). 200k: 0.56x; 0.9677 / 0.9880 (0.9235 / 0.9675).
-* glosses 20k (R=64, L_build=128): 0.97x; 0.9928 / 0.9976 (0.9906 / 0.9982); 100k: 0.73x;
-  0.9865 / 0.9960 (0.9891 / 0.9960). ``L_build=64`` builds it at 0.65x / 0.35x with the same
-  recall (0.9926 / 0.9976 at 20k, 0.9878 / 0.9962 at 100k).
+* SIFT 20k (4 bits, R=64, L_build=64): 0.67-0.73x; 0.9990 / 1.0000 (0.9948 / 0.9996);
+  with ``L_build=128`` (the default before) 1.16-1.27x, 0.9986 / 0.9998.
+* SIFT 100k with ``L_build=64``: 0.34x, 0.9766 / 0.9887; with 128: 0.56x, 0.9711 / 0.9890.
+* SIFT 200k (L_build=128): 0.48-0.54x; 0.9267 / 0.9790 (0.9884 / 0.9960). ``L_build=64``
+  costs recall there: 0.9248 / 0.9605 against 0.9254 / 0.9793, and at most 0.977 by
+  ``ef_search`` 256 against 0.993 (``L_build=96``: 0.9267 / 0.9692); a first pass at 64
+  instead of 32 does not restore it.
+* GloVe-50 20k (4 bits, R=56, L_build=48): 0.68-0.75x; 0.9934 / 0.9986 (0.9762 / 0.9950);
+  with ``L_build=64`` (before) 0.77-1.17x, 0.9942 / 0.9990; with 40: 0.73x, 0.9924 /
+  0.9988. 100k (L_build=64): 0.48-0.89x, 0.9802 / 0.9954 (0.9355-0.9864 / 0.9815-0.9974);
+  ``L_build=48`` there: 0.43x, 0.9741 / 0.9937. 200k: 0.56x; 0.9677 / 0.9880 (0.9235 /
+  0.9675).
+* glosses 20k (2 bits, R=64, L_build=64): 0.57-0.68x; 0.9926 / 0.9976 (0.9906-0.9922 /
+  0.9982); with ``L_build=128`` (before) 0.85-0.97x, 0.9928 / 0.9976, and the same search
+  speed at each ``ef_search``. 100k (L_build=128): 0.73x; 0.9865 / 0.9960 (0.9891 /
+  0.9960); ``L_build=64`` builds it at 0.35x with the same recall (0.9878 / 0.9962).
 """
 
 from __future__ import annotations
