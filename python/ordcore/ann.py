@@ -873,13 +873,14 @@ class BQGraphIndex:
         The low-dimensional 4/8-bit defaults (``R=56``, ``L_build=64``): there the neighbour
         lists dominate the memory (a 50-d 4-bit code is 48 bytes, a list of 64 links 260)
         and the distances are cheap, so the construction searches dominate the build. On
-        GloVe-50 (``benches/ann_build.py``, 2 build threads, CPU time) the build takes 1.01x
-        the time of hnswlib M=16 / ef_construction=200 at 20k rows and 0.56x at 200k (with
-        ``R=64``, ``L_build=128``: 1.94x at 20k, 1.66x at 100k), recall@10 at ``ef_search``
-        64 / 128 is 0.9795 / 0.9953 at 100k rows (0.9864 / 0.9974), and with an int8 rerank
-        store the index takes 0.95x hnswlib's memory (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build as well
-        but costs recall on 200k rows (0.979 -> 0.961 at ``ef_search`` 128; 0.977 at most at
-        256, against 0.993), so the wider beam stays from 64 dimensions on.
+        GloVe-50 (``benches/ann_build.py``, 2 build threads, CPU time, these defaults at
+        every size) the build takes 1.01x the time of hnswlib M=16 / ef_construction=200
+        at 20k rows and 0.56x at 200k (with ``R=64``, ``L_build=128``: 1.94x at 20k, 1.66x
+        at 100k), recall@10 at ``ef_search`` 64 / 128 is 0.9795 / 0.9953 at 100k rows
+        (0.9864 / 0.9974), and with an int8 rerank store the index takes 0.95x hnswlib's
+        memory (1.04x with ``R=64``). On SIFT (128-d) ``L_build=64`` would halve the build
+        as well but costs recall on 200k rows (0.979 -> 0.961 at ``ef_search`` 128; 0.977 at
+        most at 256, against 0.993), so the wider beam stays there from 64 dimensions on.
 
         From 64 dimensions on a smaller degree does not pay for 4- and 8-bit codes either
         (``benches/ann.py --build``, ``R`` in 32-64 by ``L_build`` in 64-128, CPU time, 1
