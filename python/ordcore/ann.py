@@ -1312,12 +1312,13 @@ class BQGraphIndex:
         after construction (and :meth:`compact`): first the neighbours an ``alpha = 1``
         RobustPrune keeps (the relative-neighbourhood core), then the ``alpha > 1`` extras,
         each part by increasing code distance; the automatic bound is
-        ``max(search_degree, 2 * beam)`` (``beam`` the search's beam width, ``ef_search``
+        ``max(search_degree, 3 * beam)`` (``beam`` the search's beam width, ``ef_search``
         widened by removed and filtered-out nodes), with :attr:`search_degree` twice the
         mean core size, so narrow beams score fewer codes per hop and wide beams, which need
-        the extras for recall, keep full lists. Measured (20k rows, 1 thread): QPS at
-        recall@10 0.95 +7 % on glosses (384-d, 4 bits) and SIFT (128-d, 4 bits), +14-30 %
-        at 0.90, about the same at 0.98. 1- and 2-bit indexes, and indexes loaded from
+        the extras for recall, keep full lists. Measured (20k rows, 1 thread, QPS at
+        recall@10 over ``ef_search`` 10-48 against full lists): glosses (384-d, 4 bits)
+        +26 % at 0.90, +5 % at 0.95, -5 % at 0.98; SIFT (128-d, 4 bits) and GloVe-50 within
+        the noise (+-4 %). 1- and 2-bit indexes, and indexes loaded from
         files written before the lists were ordered, expand every neighbour by default
         (their lists are in construction order; an explicit ``degree`` takes their first
         entries all the same). ``degree >= R`` expands every neighbour.

@@ -12,14 +12,18 @@
 //! larger hops, which a wide beam uses and a narrow one mostly wastes).
 //!
 //! The index records the bound `D = min(R, round(2 * mean core size))`, and a search with
-//! beam width `ef` expands at most `max(D, 2 * ef)` neighbours of each node
-//! ([`auto_degree`]). Measured (20k rows, 500 queries, 1 thread, CPU time, QPS at recall@10
-//! 0.90 / 0.95 / 0.98 over `ef_search` 10-96, the same index with full lists -> with the
-//! bound): glosses bits=4 +hadamard (mean degree 55, core 16.8, `D` 34) 64.6k / 60.3k /
-//! 48.0k -> 83.9k / 64.4k / 46.1k; SIFT bits=4 (degree 37, core 13.4, `D` 27) 111.7k /
-//! 94.7k / 69.4k -> 127.2k / 101.2k / 71.4k. A fixed bound without the `2 * ef` term lost
-//! at high recall (glosses `d` = 32: 39.0k at 0.98), and a bound below the core size lost
-//! everywhere (GloVe-50 bits=4, `d` = 16: 38.3k at 0.95 against 66.0k).
+//! beam width `ef` expands at most `max(D, 3 * ef)` neighbours of each node
+//! ([`auto_degree`]), so only narrow beams are bounded. Measured (20k rows, 500 queries, 1
+//! thread, CPU time, QPS at recall@10 0.90 / 0.95 / 0.98 interpolated over `ef_search`
+//! 10-48, the same index searched with full lists / `max(D, 2 ef)` / `max(D, 3 ef)` /
+//! `max(D, 4 ef)`, one run each at load 3-5): glosses bits=4 +hadamard, float16 store
+//! (mean degree 55, core 16.8, `D` 34): 63.5k / 60.1k / 45.4k, 77.5k / 61.0k / 40.8k,
+//! 80.1k / 63.1k / 43.1k, 78.4k / 66.7k / 43.3k; SIFT `bits="auto"` (4 bits; degree 37,
+//! core 13.4, `D` 27): 110.7k / 90.2k / 71.7k, 112.0k / 85.9k / 67.3k, 115.0k / 91.5k /
+//! 70.3k, 105.0k / 93.1k / 68.9k; GloVe-50 `bits="auto"` (`D` 38 of R 56): all four within
+//! 1 %. A fixed bound without the beam term lost at high recall (glosses `d` = 32: 39.0k at
+//! 0.98 against 46-48k), and one below the core size lost everywhere (GloVe-50 `d` = 16:
+//! 38.3k at 0.95 against 66.0k); `D` from 1.5 times the core (glosses 25) measured alike.
 
 use rayon::prelude::*;
 
@@ -32,7 +36,7 @@ pub(super) fn auto_degree(base: u32, beam: usize) -> usize {
     if base == 0 {
         usize::MAX
     } else {
-        (base as usize).max(beam.saturating_mul(2))
+        (base as usize).max(beam.saturating_mul(3))
     }
 }
 

@@ -469,7 +469,7 @@ fn scalar_code_lists_are_ordered_core_first() {
 fn a_degree_bound_searches_the_truncated_lists() {
     // A search expanding the first `d` neighbours of each node equals a full search of the
     // same graph with every list cut to its first `d` entries; the automatic bound is
-    // `max(D, 2 * beam)`; a bound at R or above expands everything.
+    // `max(D, 3 * beam)`; a bound at R or above expands everything.
     let dir = std::env::temp_dir().join(format!("ordcore-degree-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let x = gauss(2500, 24, 41);
@@ -502,7 +502,7 @@ fn a_degree_bound_searches_the_truncated_lists() {
             let beam = ef.max(10);
             let auto = idx.search(&q, 10, ef, true, None).unwrap();
             let given = idx
-                .search_filtered(&q, 10, ef, true, None, None, Some(base.max(2 * beam)))
+                .search_filtered(&q, 10, ef, true, None, None, Some(base.max(3 * beam)))
                 .unwrap();
             assert_eq!(auto, given, "bits {bits} ef {ef}");
         }
