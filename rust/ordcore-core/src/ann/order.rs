@@ -13,10 +13,10 @@
 //!
 //! The index records the bound `D = min(R, round(2 * mean core size))`, and a search with
 //! beam width `ef` expands at most `max(D, 3 * ef)` neighbours of each node
-//! ([`auto_degree`]), so only narrow beams are bounded. Measured (20k rows, 500 queries, 1
-//! thread, CPU time, QPS at recall@10 0.90 / 0.95 / 0.98 interpolated over `ef_search`
-//! 10-48, the same index searched with full lists / `max(D, 2 ef)` / `max(D, 3 ef)` /
-//! `max(D, 4 ef)`, one run each at load 3-5): glosses bits=4 +hadamard, float16 store
+//! ([`auto_degree`]), so only narrow beams are bounded. Measured (`benches/ann_degree.py`:
+//! 20k rows, 500 queries, 1 thread, CPU time, QPS at recall@10 0.90 / 0.95 / 0.98
+//! interpolated over `ef_search` 10-48, the same index searched with full lists /
+//! `max(D, 2 ef)` / `max(D, 3 ef)` / `max(D, 4 ef)`, one run each at load 3-5): glosses bits=4 +hadamard, float16 store
 //! (mean degree 55, core 16.8, `D` 34): 63.5k / 60.1k / 45.4k, 77.5k / 61.0k / 40.8k,
 //! 80.1k / 63.1k / 43.1k, 78.4k / 66.7k / 43.3k; SIFT `bits="auto"` (4 bits; degree 37,
 //! core 13.4, `D` 27): 110.7k / 90.2k / 71.7k, 112.0k / 85.9k / 67.3k, 115.0k / 91.5k /
