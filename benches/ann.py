@@ -329,6 +329,8 @@ def makers(x: np.ndarray, metric: str,
             ("ordcore bits=4" + tag, lambda b=b: Ordcore(x, metric, 4, rot, build=b)),
             ("ordcore bits=8" + tag, lambda b=b: Ordcore(x, metric, 8, rot, build=b)),
             ("ordcore bits=4 int8" + tag, lambda b=b: Ordcore(x, metric, 4, rot, "int8", build=b)),
+            ("ordcore bits=4 float16" + tag,
+             lambda b=b: Ordcore(x, metric, 4, rot, "float16", build=b)),
             ("ordcore bits=8 float16" + tag,
              lambda b=b: Ordcore(x, metric, 8, rot, "float16", build=b)),
         ]

@@ -474,7 +474,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     idx = _index(_gauss(20, 8))
     idx.save(tmp_path / "b")
     raw = bytearray((tmp_path / "b").read_bytes())
-    raw[8] = 4  # version 4 (this release reads 1 to 3)
+    raw[8] = 5  # version 5 (this release reads 1 to 4)
     import zlib
 
     raw[84:88] = zlib.crc32(bytes(raw[:84])).to_bytes(4, "little")

@@ -78,7 +78,13 @@ idx = ann.BQGraphIndex(dim, metric=metric, bits=bits, R=16, L_build=32, rotation
 idx.add(x, num_threads=threads)
 idx.save(out + ".idx")
 ids, dist = idx.search(x[:40] + 0.1, k=10, ef_search=24, num_threads=threads)
-np.savez(out + ".npz", ids=ids, dist=dist)
+# A search-time degree bound, and the float16 rerank store (F16C decode unless scalar).
+ids_d, dist_d = idx.search(x[:40] + 0.1, k=10, ef_search=10, num_threads=threads, degree=6)
+half = ann.BQGraphIndex(dim, metric=metric, bits=bits, R=16, L_build=32, rotation="hadamard", seed=2,
+                        rerank_dtype="float16")
+half.add(x, num_threads=threads)
+ids_h, dist_h = half.search(x[:40] + 0.1, k=10, ef_search=24, num_threads=threads)
+np.savez(out + ".npz", ids=ids, dist=dist, ids_d=ids_d, dist_d=dist_d, ids_h=ids_h, dist_h=dist_h)
 print(ann.sq_kernel())
 """
 
@@ -86,7 +92,9 @@ print(ann.sq_kernel())
 @pytest.mark.parametrize(("bits", "dim", "metric"), [(4, 50, "l2"), (8, 50, "cosine"), (4, 384, "cosine"), (8, 130, "l2")])
 def test_every_sq_kernel_builds_the_same_index(tmp_path: Path, bits: int, dim: int, metric: str) -> None:
     """AVX-512 VNNI, AVX2 and scalar kernels (capped by ORDCORE_ANN_SQ_KERNEL), and 1 or 2
-    threads, give byte-identical index files and identical search results."""
+    threads, give byte-identical index files (the ordered neighbour lists included) and
+    identical search results, also with a search-time degree bound and from a float16
+    rerank store (decoded with F16C except under the scalar kernel)."""
     runs = {}
     for cap, threads in (("", 2), ("avx2", 1), ("scalar", 2)):
         env = dict(os.environ, ORDCORE_ANN_SQ_KERNEL=cap)
@@ -101,8 +109,8 @@ def test_every_sq_kernel_builds_the_same_index(tmp_path: Path, bits: int, dim: i
     for cap in ("avx2", "scalar"):
         assert Path(runs[cap] + ".idx").read_bytes() == Path(runs[""] + ".idx").read_bytes()
         a, b = np.load(runs[cap] + ".npz"), np.load(runs[""] + ".npz")
-        np.testing.assert_array_equal(a["ids"], b["ids"])
-        np.testing.assert_array_equal(a["dist"], b["dist"])
+        for key in ("ids", "dist", "ids_d", "dist_d", "ids_h", "dist_h"):
+            np.testing.assert_array_equal(a[key], b[key])
 
 
 @pytest.mark.parametrize("bits", [4, 8])
@@ -115,9 +123,10 @@ def test_scalar_code_files_round_trip(tmp_path: Path, bits: int, mmap: bool) -> 
     path = tmp_path / "i.ordann"
     idx.save(path)
     head = path.read_bytes()[:28]
-    assert struct.unpack_from("<I", head, 8)[0] == 2 and head[25] == bits
+    assert struct.unpack_from("<I", head, 8)[0] == 4 and head[25] == bits
     back = ann.BQGraphIndex.load(path, mmap=mmap)
     assert back.bits == bits and len(back) == len(idx)
+    assert back.search_degree == idx.search_degree > 0
     a, b = idx.search(x[:30], k=5, ef_search=32), back.search(x[:30], k=5, ef_search=32)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
@@ -143,6 +152,7 @@ def test_version_1_header_with_scalar_bits_is_refused(tmp_path: Path) -> None:
     idx.save(path)
     raw = bytearray(path.read_bytes())
     raw[8:12] = struct.pack("<I", 1)
+    raw[96:100] = bytes(4)  # the version-4 degree bound: reserved in version 1
     raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84])))
     path.write_bytes(bytes(raw))
     with pytest.raises(ordcore.IndexFormatError, match="needs format version 2"):
@@ -218,7 +228,7 @@ def test_compact_rerank_store(tmp_path: Path, dtype: str, metric: str, bits: int
     assert idx.memory_usage()["float_vectors"] == 2000 * per_row
     idx.save(tmp_path / "i.ordann")
     version = struct.unpack_from("<I", (tmp_path / "i.ordann").read_bytes(), 8)[0]
-    assert version == (1 if (dtype == "float32" and bits <= 2) else 2)
+    assert version == (1 if (dtype == "float32" and bits <= 2) else 2 if bits <= 2 else 4)
     for mmap in (False, True):
         back = ann.BQGraphIndex.load(tmp_path / "i.ordann", mmap=mmap)
         assert back.rerank_dtype == dtype

@@ -30,8 +30,10 @@ def crcs(b):
     b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
 
 # Seed files: every metric, every code width, rotation on and off, removed nodes; format
-# version 1 (1/2-bit codes, float32 store), 2 (scalar codes, compact rerank stores) and 3
-# (the automatic code choice as metadata: a made choice, and a pending one of an empty index).
+# version 1 (1/2-bit codes, float32 store), 2 (compact rerank stores; 4/8-bit files of
+# earlier releases, made here from version-4 ones), 3 (the automatic code choice as metadata: a made
+# choice, and a pending one of an empty index) and 4 (4/8-bit codes with their lists ordered
+# for the search-time degree bound, at bytes 96..100).
 bases = []
 for i, (metric, bits, rot, dim, store) in enumerate([
     ("l2", 2, None, 16, "float32"), ("cosine", 1, None, 70, "float32"),
@@ -58,8 +60,21 @@ for i, (metric, dim, n) in enumerate([("l2", 12, 1200), ("cosine", 20, 150), ("i
     idx.save(p)
     with open(p, "rb") as f:
         b = bytearray(f.read())
-    assert struct.unpack_from("<I", b, 8)[0] == 3
+    assert struct.unpack_from("<I", b, 8)[0] == (4 if n and b[25] > 2 else 3)
     bases.append((b, dim))
+# A 4-bit file as earlier releases wrote it: version 2, no degree bound.
+old = bytearray(bases[5][0])
+assert struct.unpack_from("<I", old, 8)[0] == 4
+old[8:12] = struct.pack("<I", 2)
+old[96:100] = bytes(4)
+old[80:84] = struct.pack("<I", zlib.crc32(bytes(old[128:])))
+old[84:88] = struct.pack("<I", zlib.crc32(bytes(old[:84])))
+with open(os.path.join(tmp, "old.ordann"), "wb") as f:
+    f.write(old)
+assert ann.BQGraphIndex.load(os.path.join(tmp, "old.ordann")).search_degree == 0
+bases.append((old, bases[5][1]))
+versions = {struct.unpack_from("<I", b, 8)[0] for b, _ in bases}
+assert versions == {1, 2, 3, 4}, versions
 
 def set_meta(b, text):
     # Replaces the metadata section (the payload's end) and fixes both lengths.
@@ -73,7 +88,7 @@ def set_meta(b, text):
 # Header fields a crafted header sets: (offset, struct format).
 FIELDS = [(8, "<I"), (12, "<I"), (16, "<Q"), (24, "<B"), (25, "<B"), (26, "<B"), (27, "<B"),
           (28, "<I"), (32, "<I"), (36, "<I"), (40, "<d"), (48, "<Q"), (56, "<Q"), (64, "<Q"),
-          (72, "<Q"), (88, "<Q")]
+          (72, "<Q"), (88, "<Q"), (96, "<I")]
 SPECIAL = [0, 1, 2, 3, 63, 64, 65, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**64 - 1]
 
 def mutate(b, dim):

@@ -189,8 +189,8 @@ impl PyBQGraphIndex {
     }
 
     /// `filter_ids`: an allow-list of ids; `filter_bitmap`: allowed ids by id value (at most
-    /// one of them).
-    #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads, filter_ids=None, filter_bitmap=None))]
+    /// one of them). `degree`: neighbours expanded per node (`None`: automatic).
+    #[pyo3(signature = (q, k, ef_search, rerank, rerank_k, num_threads, filter_ids=None, filter_bitmap=None, degree=None))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn search<'py>(
         &self,
@@ -203,6 +203,7 @@ impl PyBQGraphIndex {
         num_threads: Option<usize>,
         filter_ids: Option<PyReadonlyArray1<'_, i64>>,
         filter_bitmap: Option<PyReadonlyArray1<'_, bool>>,
+        degree: Option<usize>,
     ) -> PyResult<(Bound<'py, PyArray2<i64>>, Bound<'py, PyArray2<f32>>)> {
         let qs = slice2(&q, "Q")?;
         let nq = q.shape()[0];
@@ -221,7 +222,7 @@ impl PyBQGraphIndex {
         let inner = &self.inner;
         let _busy = self.busy.enter()?;
         let (ids, ds) = run(py, num_threads, move || {
-            rd(inner).search_filtered(qs, k, ef_search, rerank, rerank_k, filter)
+            rd(inner).search_filtered(qs, k, ef_search, rerank, rerank_k, filter, degree)
         })?;
         let ids = ids.into_pyarray(py).reshape([nq, k])?;
         let ds = ds.into_pyarray(py).reshape([nq, k])?;
@@ -321,6 +322,11 @@ impl PyBQGraphIndex {
                 p.seed,
             )
         })
+    }
+
+    /// The search-time degree bound of the lists (0: none).
+    fn search_degree(&self, py: Python<'_>) -> PyResult<u32> {
+        self.read(py, |i| i.search_degree())
     }
 
     fn code_dim(&self, py: Python<'_>) -> PyResult<usize> {

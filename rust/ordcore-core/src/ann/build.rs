@@ -175,7 +175,8 @@ impl BQGraphIndex {
                 )?;
             }
             self.finish_slack()?;
-            self.connect_unreachable()
+            self.connect_unreachable()?;
+            self.order_lists()
         })();
         if let Err(e) = built {
             // Interrupted (the only failure once staged): restore the index as it was.
@@ -657,6 +658,7 @@ impl BQGraphIndex {
             // Moved back below if the repair is interrupted.
             rot: self.rot.take(),
             meta: self.meta.clone(),
+            search_degree: self.search_degree,
         };
         staged.entry = if !self.deleted[self.entry as usize] {
             remap[self.entry as usize]
@@ -665,7 +667,10 @@ impl BQGraphIndex {
         } else {
             0
         };
-        match staged.connect_unreachable() {
+        match staged
+            .connect_unreachable()
+            .and_then(|()| staged.order_lists())
+        {
             Ok(()) => {
                 *self = staged;
                 Ok(())

@@ -10,6 +10,7 @@ macro_rules! graph_with {
             adj: &$self.adj,
             deg: &$self.deg,
             r: $self.stride,
+            limit: usize::MAX,
         };
         $body
     }};

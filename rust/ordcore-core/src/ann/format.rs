@@ -1,10 +1,14 @@
-//! The `.ordann` file format (versions 1 to 3). All integers and floats are little-endian.
+//! The `.ordann` file format (versions 1 to 4). All integers and floats are little-endian.
 //! Version 2 adds the scalar codes (`bits` 4 and 8, codes laid out as in [`super::sq`]) and
 //! the compact rerank stores (byte 27, see [`super::store`]); version 3 adds the index's
 //! metadata text (UTF-8; the Python layer stores the automatic code choice there as JSON):
-//! its length at bytes 88..96 and its bytes as the last payload section. `save` writes the
-//! lowest version that holds the index (1 for 1- and 2-bit codes with float32 vectors and no
-//! metadata, so older ordcore releases keep reading those files), and `load` reads all three.
+//! its length at bytes 88..96 and its bytes as the last payload section; version 4 adds the
+//! search-time degree bound of lists ordered core first (bytes 96..100, see
+//! [`super::order`]; 4- and 8-bit indexes with at least one node). `save` writes the lowest
+//! version that holds the index (1 for 1- and 2-bit codes with float32 vectors and no
+//! metadata, so older ordcore releases keep reading those files), and `load` reads all four
+//! (an index read from versions 1 to 3 has no degree bound: its searches expand every
+//! neighbour, as they did).
 //!
 //! ```text
 //! offset  size  field
@@ -28,7 +32,8 @@
 //! 80      4     u32 CRC-32 (IEEE) of the payload
 //! 84      4     u32 CRC-32 of bytes 0..84
 //! 88      8     version 3: u64 metadata length in bytes; versions 1 and 2: reserved (0)
-//! 96      32    reserved (0)
+//! 96      4     version 4: u32 search-time degree bound D (1..=R); earlier: reserved (0)
+//! 100     28    reserved (0)
 //! 128           payload: each section starts at a multiple of 64 bytes (zero padding)
 //!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
 //!               codes u64[n*code_words] | mean f32[dim] (rotation only) |
@@ -50,12 +55,14 @@ use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
 /// The newest version this release reads and writes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
-/// The version `save` writes for an index of `bits`, rerank store `dtype` and `meta_len`
-/// bytes of metadata.
-fn version_for(bits: usize, dtype: RerankDtype, meta_len: usize) -> u32 {
-    if meta_len > 0 {
+/// The version `save` writes for an index of `bits`, rerank store `dtype`, `meta_len` bytes
+/// of metadata and search-time degree bound `degree` (0: none).
+fn version_for(bits: usize, dtype: RerankDtype, meta_len: usize, degree: u32) -> u32 {
+    if degree > 0 {
+        4
+    } else if meta_len > 0 {
         3
     } else if bits <= 2 && dtype == RerankDtype::Float32 {
         1
@@ -205,7 +212,8 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         drop(w);
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
-        h[8..12].copy_from_slice(&version_for(p.bits, dtype, meta.len()).to_le_bytes());
+        let version = version_for(p.bits, dtype, meta.len(), index.search_degree);
+        h[8..12].copy_from_slice(&version.to_le_bytes());
         h[27] = dtype.code();
         h[12..16].copy_from_slice(&BOM.to_le_bytes());
         h[16..24].copy_from_slice(&(p.dim as u64).to_le_bytes());
@@ -222,6 +230,7 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         h[72..80].copy_from_slice(&(lay.end as u64).to_le_bytes());
         h[80..84].copy_from_slice(&payload_crc.to_le_bytes());
         h[88..96].copy_from_slice(&(meta.len() as u64).to_le_bytes());
+        h[96..100].copy_from_slice(&index.search_degree.to_le_bytes());
         let hc = crc32fast::hash(&h[..84]);
         h[84..88].copy_from_slice(&hc.to_le_bytes());
         file.seek(SeekFrom::Start(0))?;
@@ -314,8 +323,13 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         return Err(fmt_err(format!("{name}: invalid format version 0")));
     }
     let meta_len = if version >= 3 { u64_at(b, 88) } else { 0 };
-    let meta_field = if version >= 3 { 96 } else { 88 };
-    if (version == 1 && b[27] != 0) || b[meta_field..HEADER].iter().any(|&x| x != 0) {
+    let reserved = match version {
+        1 | 2 => 88,
+        3 => 96,
+        _ => 100,
+    };
+    let degree = if version >= 4 { u32_at(b, 96) } else { 0 };
+    if (version == 1 && b[27] != 0) || b[reserved..HEADER].iter().any(|&x| x != 0) {
         return Err(fmt_err(format!(
             "{name}: reserved header bytes are not zero (corrupted header)"
         )));
@@ -349,10 +363,17 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     };
     let dtype = RerankDtype::from_code(b[27])
         .ok_or_else(|| fmt_err(format!("{name}: unknown rerank dtype code {}", b[27])))?;
-    if version < version_for(bits, dtype, 0) {
+    if version < version_for(bits, dtype, 0, 0) {
         return Err(fmt_err(format!(
             "{name}: bits {bits} needs format version {}, the header says {version}",
-            version_for(bits, dtype, 0)
+            version_for(bits, dtype, 0, 0)
+        )));
+    }
+    // Version 4 is written exactly for 4- and 8-bit indexes with ordered lists.
+    if version >= 4 && (bits <= 2 || degree == 0 || degree as usize > r || n == 0) {
+        return Err(fmt_err(format!(
+            "{name}: search-time degree bound {degree} is invalid for bits {bits}, R = {r}, \
+             {n} nodes (expected 1..=R for a non-empty 4- or 8-bit index)"
         )));
     }
     // The metadata is a section of the payload: at most the file's length.
@@ -516,6 +537,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index.id_map = id_map;
     index.entry = entry;
     index.vectors = vectors;
+    index.search_degree = degree;
     debug_assert_eq!(index.cw, code_words(index.code_dim, index.params.bits));
     Ok(index)
 }

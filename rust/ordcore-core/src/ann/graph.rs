@@ -108,6 +108,8 @@ pub struct GraphRef<'a, D: CodeDist> {
     pub adj: &'a [u32],
     pub deg: &'a [u32],
     pub r: usize,
+    /// Searches expand at most this many neighbours of a node (the first of its list).
+    pub limit: usize,
 }
 
 impl<'a, D: CodeDist> GraphRef<'a, D> {
@@ -120,6 +122,12 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
     pub fn neighbors(&self, i: u32) -> &'a [u32] {
         let s = i as usize * self.r;
         &self.adj[s..s + self.deg[i as usize] as usize]
+    }
+    /// The first [`Self::limit`] neighbours of node `i` (what a search expands).
+    #[inline(always)]
+    pub fn expanded(&self, i: u32) -> &'a [u32] {
+        let s = i as usize * self.r;
+        &self.adj[s..s + (self.deg[i as usize] as usize).min(self.limit)]
     }
     /// Distance of query form `a` to node `i`.
     #[inline(always)]
@@ -161,7 +169,7 @@ impl<'a, D: CodeDist> GraphRef<'a, D> {
             let dp = self.deg.as_ptr().wrapping_add(i as usize) as *const i8;
             // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
             unsafe { std::arch::x86_64::_mm_prefetch(dp, std::arch::x86_64::_MM_HINT_T0) };
-            for off in (0..self.r * 4).step_by(64) {
+            for off in (0..self.r.min(self.limit) * 4).step_by(64) {
                 // SAFETY: prefetch is a hint; it never faults, even on an invalid address.
                 unsafe {
                     std::arch::x86_64::_mm_prefetch(
@@ -314,7 +322,7 @@ impl<'a> Beam<'a> {
     fn gather<D: CodeDist>(&mut self, g: &GraphRef<'_, D>, vis: &mut Visited) {
         let node = self.pool[self.cur] as u32;
         self.fresh = vis.touched.len();
-        vis.insert_all(g.neighbors(node), |nb| g.prefetch(nb));
+        vis.insert_all(g.expanded(node), |nb| g.prefetch(nb));
     }
 
     /// Scores the gathered neighbours and inserts them into the beam.

@@ -96,6 +96,11 @@ pub struct BQGraphIndex {
     /// Opaque UTF-8 text saved with the index (the Python layer stores the automatic code
     /// choice there as JSON); empty when unused.
     pub(super) meta: String,
+    /// The search-time degree bound `D` of [`super::order`]: 0 when the lists are in
+    /// construction order (1- and 2-bit indexes, files of format versions 1 to 3), else
+    /// the lists are ordered core first and searches expand at most
+    /// `order::auto_degree(D, beam)` neighbours of each node.
+    pub(super) search_degree: u32,
 }
 
 /// A search filter: which ids a search may return.
@@ -161,6 +166,7 @@ impl BQGraphIndex {
             entry: 0,
             rot: None,
             meta: String::new(),
+            search_degree: 0,
             params,
         })
     }
@@ -319,6 +325,12 @@ impl BQGraphIndex {
         let s = p as usize * r;
         self.adj[s..s + list.len()].copy_from_slice(list);
         self.deg[p as usize] = list.len() as u32;
+    }
+
+    /// The search-time degree bound of the neighbour lists (0: none, see
+    /// [`super::order`]).
+    pub fn search_degree(&self) -> u32 {
+        self.search_degree
     }
 
     /// The text saved with the index (empty when unused).

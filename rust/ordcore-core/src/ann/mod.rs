@@ -5,7 +5,8 @@
 //! Submodules: [`codes`] (code layout and distance), [`graph`] (beam search, RobustPrune),
 //! [`rotation`] (centering + randomized Hadamard), [`format`] (the file format).
 //! [`index`] (state and ids), [`build`] (construction, `compact`), [`search`] (search and
-//! exact search), [`metric`] (distance conventions), [`fitness`] (code-space fitness).
+//! exact search), [`order`] (neighbour-list order, search-time degree bound), [`metric`]
+//! (distance conventions), [`fitness`] (code-space fitness).
 
 #[macro_use]
 mod dispatch;
@@ -19,6 +20,7 @@ pub mod graph;
 mod huge;
 mod index;
 mod metric;
+mod order;
 pub mod rotation;
 mod search;
 pub mod sq;

@@ -196,7 +196,7 @@ impl BQGraphIndex {
         rerank: bool,
         rerank_k: Option<usize>,
     ) -> Result<SearchResult> {
-        self.search_filtered(q, k, ef_search, rerank, rerank_k, None)
+        self.search_filtered(q, k, ef_search, rerank, rerank_k, None, None)
     }
 
     /// [`Self::search`] returning only the ids `filter` allows (all live ids without one).
@@ -206,6 +206,11 @@ impl BQGraphIndex {
     /// ([`filter_scans`]), the search is an exact scan of the allowed vectors instead
     /// (exact distances, also with `rerank = false`). Unknown ids in an allow-list are an
     /// `UnknownId` error naming `filter`.
+    ///
+    /// `degree`: expand at most this many neighbours of each node (the first of its list; at
+    /// least 1); `None`: the index's automatic bound (see [`super::order`]; every neighbour
+    /// for 1- and 2-bit indexes and files written before the lists were ordered).
+    #[allow(clippy::too_many_arguments)]
     pub fn search_filtered(
         &self,
         q: &[f32],
@@ -214,6 +219,7 @@ impl BQGraphIndex {
         rerank: bool,
         rerank_k: Option<usize>,
         filter: Option<Filter<'_>>,
+        degree: Option<usize>,
     ) -> Result<SearchResult> {
         ensure!(k >= 1, "k", "must be at least 1, got {k}");
         ensure!(
@@ -223,6 +229,9 @@ impl BQGraphIndex {
         );
         if let Some(rk) = rerank_k {
             ensure!(rk >= 1, "rerank_k", "must be at least 1, got {rk}");
+        }
+        if let Some(d) = degree {
+            ensure!(d >= 1, "degree", "must be at least 1, got {d}");
         }
         let nq = self.validate_query(q)?;
         let dim = self.params.dim;
@@ -251,6 +260,8 @@ impl BQGraphIndex {
             .max(((ef as u128 * n_nodes as u128).div_ceil(live as u128)) as usize)
             .min(n_nodes);
         let cap = graph::dup_cap(ef);
+        // Neighbours expanded per node: the given bound, else the index's automatic one.
+        let degree = degree.unwrap_or_else(|| super::order::auto_degree(self.search_degree, beam));
         let target = if rerank { rk } else { k }.min(live);
         // A filtered beam holds about `ef` allowed nodes, not always `rerank_k`: it falls back
         // to a scan only when it holds fewer than `k`.
@@ -297,6 +308,7 @@ impl BQGraphIndex {
                 .collect::<Result<Vec<_>>>()?;
             let mut spills = vec![Vec::new(); qrs.len()];
             with_graph_fast!(self, g => {
+                let g = graph::GraphRef { limit: degree, ..g };
                 let mut beams: Vec<graph::Beam<'_>> = qcs
                     .iter()
                     .zip(spills.iter_mut())

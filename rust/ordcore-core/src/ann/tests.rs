@@ -227,7 +227,7 @@ fn filtered_search_equals_exact_filtered_search() {
     let eids: Vec<i64> = eids.iter().map(|&i| allow[i as usize]).collect();
     for rerank in [true, false] {
         let (fids, fds) = idx
-            .search_filtered(&q, 5, 64, rerank, None, Some(Filter::Ids(&allow)))
+            .search_filtered(&q, 5, 64, rerank, None, Some(Filter::Ids(&allow)), None)
             .unwrap();
         assert_eq!(fids, eids);
         assert_eq!(fds, eds);
@@ -237,18 +237,18 @@ fn filtered_search_equals_exact_filtered_search() {
         bitmap[a as usize] = true;
     }
     let (bids, _) = idx
-        .search_filtered(&q, 5, 64, true, None, Some(Filter::Bitmap(&bitmap)))
+        .search_filtered(&q, 5, 64, true, None, Some(Filter::Bitmap(&bitmap)), None)
         .unwrap();
     assert_eq!(bids, eids);
     // Half the ids (the graph path): only allowed ids come back, k of them.
     let half: Vec<bool> = (0..5 * n).map(|i| i % 10 == 1).collect();
     let (hids, _) = idx
-        .search_filtered(&q, 10, 64, true, None, Some(Filter::Bitmap(&half)))
+        .search_filtered(&q, 10, 64, true, None, Some(Filter::Bitmap(&half)), None)
         .unwrap();
     assert!(hids.iter().all(|&i| i >= 0 && i % 10 == 1));
     // Unknown ids name the filter.
     let err = idx
-        .search_filtered(&q, 5, 64, true, None, Some(Filter::Ids(&[1, 2])))
+        .search_filtered(&q, 5, 64, true, None, Some(Filter::Ids(&[1, 2])), None)
         .unwrap_err();
     assert!(
         matches!(err, Error::UnknownId { arg: "filter", .. }),
@@ -391,4 +391,130 @@ fn filter_scan_switch_depends_on_the_dimension() {
         u32::MAX as usize,
         1
     ));
+}
+
+/// Checks that every list of `idx` is ordered core first (see `order`): the core part holds
+/// exactly the neighbours no earlier core neighbour is at least as near to as the node, each
+/// part by increasing `(code distance, node)`; returns the mean core size.
+fn assert_lists_core_first(idx: &BQGraphIndex) -> f64 {
+    let mut core_total = 0usize;
+    with_graph!(idx, g => {
+        for p in 0..idx.n_nodes() as u32 {
+            let list = g.neighbors(p);
+            let d = |j: u32| (g.d_nodes(p, j), j);
+            let mut core: Vec<u32> = Vec::new();
+            let mut split = list.len();
+            for (pos, &j) in list.iter().enumerate() {
+                let covered = core.iter().any(|&c| g.d_nodes(c, j) <= d(j).0);
+                if covered {
+                    split = pos;
+                    break;
+                }
+                core.push(j);
+            }
+            for &j in &list[split..] {
+                assert!(
+                    core.iter().any(|&c| g.d_nodes(c, j) <= d(j).0),
+                    "node {p}: extra {j} is not covered by the core"
+                );
+            }
+            for part in [&list[..split], &list[split..]] {
+                assert!(part.windows(2).all(|w| d(w[0]) < d(w[1])), "node {p}: {part:?} unsorted");
+            }
+            core_total += split;
+        }
+    });
+    core_total as f64 / idx.n_nodes() as f64
+}
+
+#[test]
+fn scalar_code_lists_are_ordered_core_first() {
+    let x = gauss(2000, 24, 31);
+    for bits in [2, 4, 8] {
+        let mut p = params(24, Metric::L2);
+        p.bits = bits;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        assert_eq!(idx.search_degree(), 0);
+        idx.add(&x[..1500 * 24], None, None).unwrap();
+        if bits <= 2 {
+            // 1- and 2-bit lists stay in construction order, without a bound.
+            assert_eq!(idx.search_degree(), 0);
+            continue;
+        }
+        let check = |idx: &BQGraphIndex| {
+            let mean = assert_lists_core_first(idx);
+            let want = ((2.0 * mean).round() as u32).clamp(1, idx.params.r as u32);
+            assert_eq!(idx.search_degree(), want, "bits {bits}");
+            assert!(
+                mean >= 2.0 && mean < idx.params.r as f64,
+                "bits {bits}: core {mean}"
+            );
+        };
+        check(&idx);
+        // A later add and a compaction reorder the lists they change.
+        idx.add(&x[1500 * 24..], None, None).unwrap();
+        check(&idx);
+        idx.remove(&(0..2000).step_by(3).collect::<Vec<i64>>())
+            .unwrap();
+        idx.compact().unwrap();
+        check(&idx);
+        // Removing everything leaves no bound.
+        idx.remove(&idx.live_ids()).unwrap();
+        idx.compact().unwrap();
+        assert_eq!(idx.search_degree(), 0);
+    }
+}
+
+#[test]
+fn a_degree_bound_searches_the_truncated_lists() {
+    // A search expanding the first `d` neighbours of each node equals a full search of the
+    // same graph with every list cut to its first `d` entries; the automatic bound is
+    // `max(D, 3 * beam)`; a bound at R or above expands everything.
+    let dir = std::env::temp_dir().join(format!("ordcore-degree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let x = gauss(2500, 24, 41);
+    let q = gauss(30, 24, 42);
+    for bits in [4, 8] {
+        let mut p = params(24, Metric::L2);
+        p.bits = bits;
+        p.r = 24;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.add(&x, None, None).unwrap();
+        let path = dir.join(format!("i{bits}"));
+        format::save(&idx, &path).unwrap();
+        let base = idx.search_degree() as usize;
+        assert!(base > 0 && base < 24, "{base}");
+        for d in [1, 3, 7, base] {
+            let mut cut = format::load(&path, false).unwrap();
+            cut.search_degree = 0;
+            for i in 0..cut.deg.len() {
+                cut.deg[i] = cut.deg[i].min(d as u32);
+            }
+            for (ef, rerank) in [(10, true), (32, true), (16, false)] {
+                let got = idx
+                    .search_filtered(&q, 10, ef, rerank, None, None, Some(d))
+                    .unwrap();
+                let want = cut.search(&q, 10, ef, rerank, None).unwrap();
+                assert_eq!(got, want, "bits {bits} d {d} ef {ef}");
+            }
+        }
+        for ef in [4, 10, 16] {
+            let beam = ef.max(10);
+            let auto = idx.search(&q, 10, ef, true, None).unwrap();
+            let given = idx
+                .search_filtered(&q, 10, ef, true, None, None, Some(base.max(3 * beam)))
+                .unwrap();
+            assert_eq!(auto, given, "bits {bits} ef {ef}");
+        }
+        let full = idx
+            .search_filtered(&q, 10, 10, true, None, None, Some(24))
+            .unwrap();
+        let mut unbounded = format::load(&path, false).unwrap();
+        unbounded.search_degree = 0;
+        assert_eq!(full, unbounded.search(&q, 10, 10, true, None).unwrap());
+        assert!(idx
+            .search_filtered(&q, 10, 10, true, None, None, Some(0))
+            .is_err());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
