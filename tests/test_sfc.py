@@ -51,7 +51,8 @@ def test_hilbert_matches_hilbertcurve_every_width(d: int) -> None:
 
 
 _KERNEL_CHECK = r"""
-import json, sys
+import itertools, json, sys
+
 import numpy as np
 from hilbertcurve.hilbertcurve import HilbertCurve
 from ordcore import sfc
@@ -127,14 +128,14 @@ for d in (2, 3):
                 assert np.array_equal(r, pts), (d, nbits, ax)
                 sep = sfc.morton_decode(m, nbits, d, axis0=ax, dtype="narrowest", separate=True)
                 assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
-                # uint32 / uint64 codes into uint8 coordinates (the GF(2) kernel in 3-D).
-                for cdt in (np.uint32, np.uint64):
-                    if nbits <= 8 and np.iinfo(cdt).bits >= d * nbits:
+                # uint32 / uint64 codes into uint8 / uint16 coordinates (the GF(2) kernel
+                # in 3-D).
+                for cdt, odt in itertools.product((np.uint32, np.uint64), (np.uint8, np.uint16)):
+                    if nbits <= np.iinfo(odt).bits and np.iinfo(cdt).max >= int(m.max()):
                         mc = m.astype(cdt)
-                        r = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=np.uint8)
-                        assert np.array_equal(r, pts), (d, nbits, ax, cdt)
-                        sep = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=np.uint8,
-                                                separate=True)
+                        r = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=odt)
+                        assert np.array_equal(r, pts), (d, nbits, ax, cdt, odt)
+                        sep = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=odt, separate=True)
                         assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
             checked += 1
 # A batch above the parallel threshold, across chunk boundaries.

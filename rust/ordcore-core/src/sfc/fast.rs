@@ -29,7 +29,7 @@
 //!   3-D encoding of 16- to 64-bit coordinates into 32/64-bit codes spreads each code byte
 //!   from a `vpmultishiftqb` window and a 24-entry `vpermb` table (rows split into lanes
 //!   of the code's width by two-source permutes), and 3-D decoding of 32/64-bit codes into
-//!   uint8 (with GFNI) compacts three multishift windows by GF(2) affine steps.
+//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -1470,12 +1470,18 @@ mod rows3 {
     }
 
     /// `vpmultishiftqb` controls of window `m` for [`morton3_dec_gf`]: in each `sc`-byte
-    /// code lane, byte `j` (< 3) is the code from bit `f_j + 9m` (field `f_j = sh[j]`),
-    /// whose bits 0, 3 and 6 are bits `3m, 3m + 1, 3m + 2` of coordinate `j`.
-    fn window_ctrl(sc: usize, sh: [u32; 3], m: usize) -> [u8; 64] {
+    /// code lane, byte `ob j + b` (`j < 3`, `b < ob`) is the code from bit
+    /// `f_j + 24 b + 9 m` (field `f_j = sh[j]`), whose bits 0, 3 and 6 are bits
+    /// `8 b + 3 m, .. + 1, .. + 2` of coordinate `j`.
+    fn window_ctrl(sc: usize, ob: usize, sh: [u32; 3], m: usize) -> [u8; 64] {
         std::array::from_fn(|q| {
-            let (lane, j) = (q / sc, q % sc);
-            let f = if j < 3 { sh[j] as usize + 9 * m } else { 0 };
+            let (lane, i) = (q / sc, q % sc);
+            let (j, b) = (i / ob, i % ob);
+            let f = if j < 3 {
+                sh[j] as usize + 24 * b + 9 * m
+            } else {
+                0
+            };
             ((lane * sc * 8) % 64 + f) as u8
         })
     }
@@ -1496,32 +1502,43 @@ mod rows3 {
         a as i64
     }
 
-    /// Coordinates of 3-D Morton codes of at most 24 bits (`SC`-byte codes, 4 or 8; `n` at
-    /// `codes`) as `uint8`, coordinate `i` from field `sh[i]`, into rows (`out[0]`, `3n`
-    /// bytes, with `ROWS`) or three columns: per vector of codes, three `vpmultishiftqb`
-    /// windows put the code bits of coordinate `j` at byte `j` of each code lane, a GF(2)
-    /// affine step per window compacts them in place, and one `vpermb` packs bytes 0-2 of
-    /// each lane into rows (or columns). Returns the codes done (a multiple of `64 / SC`)
-    /// and the OR of them.
+    /// Coordinates of 3-D Morton codes (`CI`-byte codes, 4 or 8; `n` at `codes`) as
+    /// `OB`-byte values (1: at most 8 bits, `SC = CI`; 2: at most 16 bits, `SC = 8`, 4-byte
+    /// codes zero-extended), coordinate `i` from field `sh[i]`, into rows (`out[0]`, `3n`
+    /// values, with `ROWS`) or three columns: per vector of codes (in `SC`-byte lanes),
+    /// three `vpmultishiftqb` windows put the code bits of byte `b` of coordinate `j` at
+    /// byte `OB j + b` of each lane, a GF(2) affine step per window compacts them in place,
+    /// and one `vpermb` packs each lane's first `3 OB` bytes into rows (or columns).
+    /// Returns the codes done (a multiple of `64 / SC`) and the OR of them.
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW, VBMI and GFNI; `codes` holds `n` codes and the output `3n`
-    /// bytes (rows) or `n` per column; `sh` a permutation of 0, 1, 2.
+    /// values (rows) or `n` per column; `sh` a permutation of 0, 1, 2.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
-    pub(super) unsafe fn morton3_dec_gf<const SC: usize, const ROWS: bool>(
+    pub(super) unsafe fn morton3_dec_gf<
+        const CI: usize,
+        const SC: usize,
+        const OB: usize,
+        const ROWS: bool,
+    >(
         codes: *const u8,
         n: usize,
         out: [*mut u8; 3],
         sh: [u32; 3],
     ) -> (usize, u64) {
-        let c = 64 / SC; // codes per vector
-                         // Byte `3r + j` of the rows from byte `r SC + j` (`pack[0]`); columns: byte `r`
-                         // of column `j` from it (`pack[j]`).
+        // Codes per vector.
+        let c = 64 / SC;
+        // Rows: byte `3 OB r + q` from lane byte `SC r + q` (`pack[0]`); columns: byte
+        // `OB r + b` of column `j` from lane byte `SC r + OB j + b` (`pack[j]`).
         let pack: [[u8; 64]; 3] = std::array::from_fn(|col| {
             std::array::from_fn(|q| {
-                let (r, j) = if ROWS { (q / 3, q % 3) } else { (q, col) };
+                let (r, i) = if ROWS {
+                    (q / (3 * OB), q % (3 * OB))
+                } else {
+                    (q / OB, OB * col + q % OB)
+                };
                 if r < c {
-                    (r * SC + j) as u8
+                    (r * SC + i) as u8
                 } else {
                     0
                 }
@@ -1530,7 +1547,7 @@ mod rows3 {
         // SAFETY: in bounds as the caller guarantees (k + c <= n).
         unsafe {
             let ctl: [__m512i; 3] = [0, 1, 2].map(|m| {
-                let w = window_ctrl(SC, sh, m);
+                let w = window_ctrl(SC, OB, sh, m);
                 ld64(w.as_ptr())
             });
             let a = [
@@ -1546,7 +1563,11 @@ mod rows3 {
             let mut acc = _mm512_setzero_si512();
             let mut k = 0;
             while k + c <= n {
-                let v = ld64(codes.add(SC * k));
+                let v = if CI == SC {
+                    ld64(codes.add(CI * k))
+                } else {
+                    _mm512_cvtepu32_epi64(_mm256_loadu_si256(codes.add(CI * k) as *const _))
+                };
                 acc = _mm512_or_si512(acc, v);
                 let w0 = _mm512_multishift_epi64_epi8(ctl[0], v);
                 let w1 = _mm512_multishift_epi64_epi8(ctl[1], v);
@@ -1558,12 +1579,13 @@ mod rows3 {
                 );
                 if ROWS {
                     let p = _mm512_permutexvar_epi8(pk[0], b);
-                    _mm512_mask_storeu_epi8(out[0].add(3 * k) as *mut _, (1u64 << (3 * c)) - 1, p);
+                    let m = (1u64 << (3 * OB * c)) - 1;
+                    _mm512_mask_storeu_epi8(out[0].add(3 * OB * k) as *mut _, m, p);
                 } else {
-                    let m = (1u64 << c) - 1;
+                    let m = (1u64 << (OB * c)) - 1;
                     for (o, &pj) in out.iter().zip(&pk) {
                         let p = _mm512_permutexvar_epi8(pj, b);
-                        _mm512_mask_storeu_epi8(o.add(k) as *mut _, m, p);
+                        _mm512_mask_storeu_epi8(o.add(OB * k) as *mut _, m, p);
                     }
                 }
                 k += c;
@@ -1573,7 +1595,7 @@ mod rows3 {
             let a = q.iter().fold(0, |a, &x| a | x);
             (
                 k,
-                if SC == 4 {
+                if CI == 4 {
                     (a | a >> 32) & 0xFFFF_FFFF
                 } else {
                     a
@@ -1808,17 +1830,17 @@ fn gfni() -> bool {
 
 /// Whether [`morton3_lut_decode`] runs on kernel `k` for these types and `nbits`.
 #[cfg(target_arch = "x86_64")]
-fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32) -> bool {
-    fast9(k)
-        && O::BITS == 8
-        && ((U::BITS == 16 && nbits <= 5) || (U::BITS >= 32 && nbits <= 8 && gfni()))
+fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32, rows: bool) -> bool {
+    // uint16 columns: the compiler's loops measured faster (masked 16-byte stores).
+    let gf = U::BITS >= 32 && (O::BITS == 8 || (O::BITS == 16 && rows)) && gfni();
+    fast9(k) && ((U::BITS == 16 && O::BITS == 8 && nbits <= 5) || gf)
 }
 
-/// Coordinates of one chunk of 3-D Morton codes into `uint8` by the AVX-512 VBMI kernels
-/// of [`rows3`], the tail on kernel `k`, where [`morton3_lut_decodes`]: `uint16` codes
-/// (at most 15 bits) by table lookups ([`rows3::morton3_dec_u16`]), `uint32`/`uint64`
-/// codes (at most 24 bits) by multishift windows and GF(2) affine steps
-/// ([`rows3::morton3_dec_gf`]). Returns the OR of the codes.
+/// Coordinates of one chunk of 3-D Morton codes into `uint8`/`uint16` by the AVX-512
+/// VBMI kernels of [`rows3`], the tail on kernel `k`, where [`morton3_lut_decodes`]:
+/// `uint16` codes (at most 15 bits) into `uint8` by table lookups
+/// ([`rows3::morton3_dec_u16`]), `uint32`/`uint64` codes by multishift windows and GF(2)
+/// affine steps ([`rows3::morton3_dec_gf`]). Returns the OR of the codes.
 #[cfg(target_arch = "x86_64")]
 fn morton3_lut_decode<U: Word, O: Word>(
     k: Kernel,
@@ -1827,7 +1849,11 @@ fn morton3_lut_decode<U: Word, O: Word>(
     codes: &[U],
     dst: Dst<'_, O>,
 ) -> U {
-    assert!(morton3_lut_decodes::<U, O>(k, nbits));
+    assert!(morton3_lut_decodes::<U, O>(
+        k,
+        nbits,
+        matches!(dst, Dst::Rows(_))
+    ));
     let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
     let n = codes.len();
     let mut dst = dst;
@@ -1844,18 +1870,23 @@ fn morton3_lut_decode<U: Word, O: Word>(
     let sh = [s0, 1, s2];
     let cp = codes.as_ptr();
     // SAFETY: `morton3_lut_decodes` means AVX-512 F/BW and VBMI (and GFNI for the
-    // multishift kernel); U is u16, u32 or u64 and O u8 (every Word is the unsigned type
-    // of its width); lengths asserted above.
+    // multishift kernel); U is u16 (O u8), u32 or u64 (O u8 or u16; every Word is the
+    // unsigned type of its width); lengths asserted above.
     let (done, a) = unsafe {
-        match U::BITS {
-            16 => {
+        let cb = cp as *const u8;
+        match (U::BITS, O::BITS, rows) {
+            (16, _, _) => {
                 let (d, a) = rows3::morton3_dec_u16(cp as *const u16, n, ptrs, rows, sh);
                 (d, a as u64)
             }
-            32 if rows => rows3::morton3_dec_gf::<4, true>(cp as *const u8, n, ptrs, sh),
-            32 => rows3::morton3_dec_gf::<4, false>(cp as *const u8, n, ptrs, sh),
-            _ if rows => rows3::morton3_dec_gf::<8, true>(cp as *const u8, n, ptrs, sh),
-            _ => rows3::morton3_dec_gf::<8, false>(cp as *const u8, n, ptrs, sh),
+            (32, 8, true) => rows3::morton3_dec_gf::<4, 4, 1, true>(cb, n, ptrs, sh),
+            (32, 8, false) => rows3::morton3_dec_gf::<4, 4, 1, false>(cb, n, ptrs, sh),
+            (32, _, true) => rows3::morton3_dec_gf::<4, 8, 2, true>(cb, n, ptrs, sh),
+            (32, _, false) => rows3::morton3_dec_gf::<4, 8, 2, false>(cb, n, ptrs, sh),
+            (_, 8, true) => rows3::morton3_dec_gf::<8, 8, 1, true>(cb, n, ptrs, sh),
+            (_, 8, false) => rows3::morton3_dec_gf::<8, 8, 1, false>(cb, n, ptrs, sh),
+            (_, _, true) => rows3::morton3_dec_gf::<8, 8, 2, true>(cb, n, ptrs, sh),
+            (_, _, false) => rows3::morton3_dec_gf::<8, 8, 2, false>(cb, n, ptrs, sh),
         }
     };
     let rest = match dst {
@@ -2192,7 +2223,9 @@ pub fn decode_into<T: Coord, O: Word>(
         // byte permutes below at nbits 3 too).
         #[cfg(target_arch = "x86_64")]
         let o = match (curve, d) {
-            (Curve::Morton { msb }, 3) if morton3_lut_decodes::<T::Unsigned, O>(k, nbits) => {
+            (Curve::Morton { msb }, 3)
+                if morton3_lut_decodes::<T::Unsigned, O>(k, nbits, matches!(o, Dst::Rows(_))) =>
+            {
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
