@@ -8,7 +8,11 @@ hilbertsfc takes and returns); ordcore also runs on one ``(N, D)`` array. Hilber
 2-D and 3-D, encode and decode, for a sweep of ``nbits``. Every output is checked equal
 before timing (hilbertsfc's 3-D Hilbert curve is a different variant of the curve, so only its
 timing is compared there). Ratios: ordcore time / hilbertsfc time (< 1: ordcore faster), for
-separate arrays and for the ``(N, D)`` array.
+separate arrays and for the ``(N, D)`` array. hilbertsfc takes separate arrays only, so the
+``(N, D)`` ratio compares ordcore reading (writing) rows with hilbertsfc on contiguous
+columns; the last column gives hilbertsfc the same ``(N, D)`` array too, as strided column
+views (and, decoding, strided ``out_*`` views of an ``(N, D)`` array): the like-for-like
+ratio for a user holding rows.
 
 hilbertsfc needs Python >= 3.12. On 3.11, point ``HILBERTSFC_WHEEL`` at its wheel
 (``pip download --no-deps --python-version 3.12 --only-binary=:all: hilbertsfc``) with numba
@@ -83,12 +87,17 @@ def narrowest(bits: int) -> type:
 
 
 def interleaved(fns: dict[str, Callable[[], Any]], n: int, repeat: int) -> dict[str, float]:
-    """Best ns per point of each function, running them in turn ``repeat`` times."""
+    """Best ns per point of each function, running them in turn ``repeat`` times. Each
+    timed call follows an untimed call of the same function, so every contender starts
+    with its own input and output in cache (about 20 MB at 1M points: L3-resident);
+    otherwise a call's time depends on which contender ran before it (one reading the
+    other layout leaves it a cold cache: 10-40% at 1M points)."""
     for f in fns.values():
         f()  # warm-up (JIT, tables)
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, f in fns.items():
+            f()
             t = time.perf_counter()
             f()
             best[name] = min(best[name], time.perf_counter() - t)
@@ -116,7 +125,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     head = (f"{'curve':<8}{'D':>2}{'nbits':>6} {'op':<7}| {'ordcore':>8} {'ord (N,D)':>9} "
-            f"{'hilbertsfc':>10} | {'ord/hsfc':>8} {'(N,D)/hsfc':>10}  note")
+            f"{'hilbertsfc':>10} {'hsfc (N,D)':>10} | {'ord/hsfc':>8} {'(N,D)/hsfc':>10} "
+            f"{'both (N,D)':>10}  note")
     print(head)
     print("-" * len(head))
     for curve in args.curve or ("hilbert", "morton"):
@@ -163,18 +173,31 @@ def main() -> None:
                     assert all(np.array_equal(a, b) for a, b in zip(back, cols))
                     fns_e["hilbertsfc"] = lambda: he(*cols, nbits=nbits)
                     fns_d["hilbertsfc"] = lambda: hd(theirs, nbits=nbits)
+                    views = tuple(mat[:, i] for i in range(d))
+                    back_rows = np.empty_like(mat)
+                    outs = dict(zip(("out_x", "out_y", "out_z"),
+                                    (back_rows[:, i] for i in range(d))))
+                    assert np.array_equal(he(*views, nbits=nbits), theirs)
+                    hd(theirs, nbits=nbits, **outs)
+                    assert np.array_equal(back_rows, mat)
+                    fns_e["hilbertsfc_rows"] = lambda: he(*views, nbits=nbits)
+                    fns_d["hilbertsfc_rows"] = lambda: hd(theirs, nbits=nbits, **outs)
                 for op, fns in (("encode", fns_e), ("decode", fns_d)):
                     t = interleaved(fns, n, args.repeat)
                     h = t.get("hilbertsfc")
+                    hr = t.get("hilbertsfc_rows")
                     r = {"curve": curve, "d": d, "nbits": nbits, "op": op, "n": n,
                          "ns_per_point": t, "ratio_ordcore_over_hilbertsfc":
                          t["ordcore"] / h if h else None,
                          "ratio_ordcore_rows_over_hilbertsfc": t["ordcore_rows"] / h if h else None,
+                         "ratio_ordcore_rows_over_hilbertsfc_rows":
+                         t["ordcore_rows"] / hr if hr else None,
                          "note": note_row}
                     rows.append(r)
-                    hstr = f"{h:>10.2f}" if h else f"{'-':>10}"
-                    rstr = (f"{t['ordcore'] / h:>7.2f}x {t['ordcore_rows'] / h:>9.2f}x" if h
-                            else f"{'-':>8} {'-':>10}")
+                    hstr = f"{h:>10.2f} {hr:>10.2f}" if h and hr else f"{'-':>10} {'-':>10}"
+                    rstr = (f"{t['ordcore'] / h:>7.2f}x {t['ordcore_rows'] / h:>9.2f}x "
+                            f"{t['ordcore_rows'] / hr:>9.2f}x" if h and hr
+                            else f"{'-':>8} {'-':>10} {'-':>10}")
                     print(f"{curve:<8}{d:>2}{nbits:>6} {op:<7}| {t['ordcore']:>8.2f} "
                           f"{t['ordcore_rows']:>9.2f} {hstr} | {rstr}  {note_row}", flush=True)
     # Pure-Python peers, on a subsample (hilbert 2-D 16 / 3-D 10 bits, encode).

@@ -51,7 +51,8 @@ def test_hilbert_matches_hilbertcurve_every_width(d: int) -> None:
 
 
 _KERNEL_CHECK = r"""
-import json, sys
+import itertools, json, sys
+
 import numpy as np
 from hilbertcurve.hilbertcurve import HilbertCurve
 from ordcore import sfc
@@ -109,6 +110,14 @@ for d in (2, 3):
                 mw = [morton(r, nbits, msb) for r in pts.tolist()]
                 m = sfc.morton_encode(cols, nbits, axis0=ax, dtype="narrowest")
                 assert m.dtype == narrow and [int(v) for v in m] == mw, (d, nbits, ax)
+                # Rows of this input type into every code width that holds them (the
+                # AVX-512 VBMI kernels split rows of 16- to 64-bit coordinates).
+                for odt in (np.uint16, np.uint32, np.uint64):
+                    if np.iinfo(odt).bits >= d * nbits:
+                        w = sfc.morton_encode(p, nbits, axis0=ax, dtype=odt)
+                        assert [int(v) for v in w] == mw, (d, nbits, dt, odt, ax)
+                        wc = sfc.morton_encode(cols, nbits, axis0=ax, dtype=odt)
+                        assert [int(v) for v in wc] == mw, (d, nbits, dt, odt, ax)
                 assert np.array_equal(sfc.morton_decode(m, nbits, d, axis0=ax), pts)
                 sep = sfc.morton_decode(m, nbits, d, axis0=ax, separate=True)
                 assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
@@ -119,6 +128,15 @@ for d in (2, 3):
                 assert np.array_equal(r, pts), (d, nbits, ax)
                 sep = sfc.morton_decode(m, nbits, d, axis0=ax, dtype="narrowest", separate=True)
                 assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
+                # uint32 / uint64 codes into uint8 / uint16 coordinates (the GF(2) kernel
+                # in 3-D).
+                for cdt, odt in itertools.product((np.uint32, np.uint64), (np.uint8, np.uint16)):
+                    if nbits <= np.iinfo(odt).bits and np.iinfo(cdt).max >= int(m.max()):
+                        mc = m.astype(cdt)
+                        r = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=odt)
+                        assert np.array_equal(r, pts), (d, nbits, ax, cdt, odt)
+                        sep = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=odt, separate=True)
+                        assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
             checked += 1
 # A batch above the parallel threshold, across chunk boundaries.
 big = rng.integers(0, 1 << 16, size=(70_001, 2), dtype=np.uint32)

@@ -25,7 +25,11 @@
 //! * Morton: magic-number bit spreads, vectorized. With AVX-512 VBMI, 3-D codes of uint8
 //!   coordinates of at most 6 bits (encode) and of at most 15 bits into uint8 (decode) are
 //!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers), rows
-//!   of an `(n, 3)` array split and interleaved by two-source byte permutes ([`rows3`]).
+//!   of an `(n, 3)` array split and interleaved by two-source byte permutes ([`rows3`]);
+//!   3-D encoding of 16- to 64-bit coordinates into 32/64-bit codes spreads each code byte
+//!   from a `vpmultishiftqb` window and a 24-entry `vpermb` table (rows split into lanes
+//!   of the code's width by two-source permutes), and 3-D decoding of 32/64-bit codes into
+//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -1039,12 +1043,13 @@ mod perm9 {
     }
 }
 
-/// 3-D Morton kernels for narrow codes by AVX-512 VBMI table lookups, with `(n, 3)` rows
-/// split into columns and back by two-source byte permutes: 64 rows (three vectors
-/// `a, b, c`) give each column as one `vpermt2b` of `a, b` and one masked `vpermb` of `c`;
-/// back, each row vector is one `vpermt2b` of two columns and one masked `vpermb` of the
-/// third. (Splitting wider lanes this way, then running the column loops, measured slower
-/// than the compiler's strided loops, so only these kernels do it.)
+/// 3-D Morton kernels by AVX-512 VBMI byte permutes, with `(n, 3)` rows split into
+/// columns and back by two-source permutes: 64 rows of bytes (three vectors `a, b, c`)
+/// give each column as one `vpermt2b` of `a, b` and one masked `vpermb` of `c`; back,
+/// each row vector is one `vpermt2b` of two columns and one masked `vpermb` of the third.
+/// (Splitting wider lanes this way, then running the compiler's column loops, measured
+/// slower than its strided loops; the wider kernels here instead split rows straight into
+/// the lanes they compute in, zero-extending, and replace the magic-number steps.)
 #[cfg(target_arch = "x86_64")]
 mod rows3 {
     use std::arch::x86_64::*;
@@ -1214,6 +1219,391 @@ mod rows3 {
         }
     }
 
+    /// Multishift controls and table offsets that spread field `f` of 3-D Morton codes in
+    /// lanes of `so` bytes (4 or 8): output byte `k` of a lane holds code bits
+    /// `8k..8k + 8`, i.e. coordinate bits `i0, i0 + 1, i0 + 2` (at `3 i + f`) with
+    /// `i0 = ceil((8k - f) / 3)`, landing from bit `p = 3 i0 + f - 8k` (0, 1 or 2; at 2
+    /// the third bit belongs to the next byte). `ctrl[q]` is the bit offset of that window
+    /// in its qword (`vpmultishiftqb`), `pk[q] = 8 p` (the table row).
+    const fn spread_ctrl(so: usize, f: usize) -> ([u8; 64], [u8; 64]) {
+        let (mut ctrl, mut pk, mut q) = ([0u8; 64], [0u8; 64], 0);
+        while q < 64 {
+            let (lane, k) = (q / so, q % so);
+            let i0 = if 8 * k <= f {
+                0
+            } else {
+                (8 * k - f).div_ceil(3)
+            };
+            ctrl[q] = ((lane * so * 8) % 64 + i0) as u8;
+            pk[q] = (8 * (3 * i0 + f - 8 * k)) as u8;
+            q += 1;
+        }
+        (ctrl, pk)
+    }
+
+    /// `SPREAD3[8 p + b]`: the three bits of `b` at bits `p, p + 3, p + 6` (those below 8).
+    const SPREAD3: [u8; 64] = {
+        let mut t = [0u8; 64];
+        let mut i = 0;
+        while i < 24 {
+            let (p, b) = (i / 8, i % 8);
+            let v = (b & 1) | (b & 2) << 2 | (b & 4) << 4;
+            t[i] = ((v << p) & 0xFF) as u8;
+            i += 1;
+        }
+        t
+    };
+
+    /// One deinterleave step of [`morton3_ms`]: the lane indices (elements of `si`
+    /// bytes), the zero mask of the lanes they fill from source vectors `v0, v0 + 1`, and
+    /// the mask of the lanes a third vector (`v0 + 2`, one-source) fills.
+    struct Split {
+        idx: [u8; 64],
+        keep: u64,
+        v0: usize,
+        m3: u64,
+    }
+
+    /// Step `gi` of coordinate `j` with `si`-byte input and `so`-byte lanes: lane `t` of
+    /// the step is point `gi * (64 / so) + t`, its element `3 (..) + j` of three row
+    /// vectors (`rows`) or element `(..)` of column vector `j`, zero-extended.
+    const fn split(si: usize, so: usize, rows: bool, j: usize, gi: usize) -> Split {
+        let (e, l, r) = (64 / si, 64 / so, so / si);
+        if gi >= r {
+            // No such step (callers compile it out).
+            return Split {
+                idx: [0; 64],
+                keep: 0,
+                v0: 0,
+                m3: 0,
+            };
+        }
+        let v0 = if rows { (3 * gi * l + j) / e } else { 0 };
+        let (mut idx, mut keep, mut m3, mut t) = ([0u8; 64], 0u64, 0u64, 0);
+        while t < l {
+            let el = if rows {
+                3 * (gi * l + t) + j
+            } else {
+                gi * l + t
+            };
+            let mut rel = el - v0 * e;
+            let pos = t * r;
+            if rel >= 2 * e {
+                assert!(v0 == 0);
+                m3 |= 1 << pos;
+                rel -= 2 * e;
+            } else {
+                keep |= 1 << pos;
+            }
+            let mut b = 0;
+            while b < si {
+                idx[pos * si + b] = (rel >> (8 * b)) as u8;
+                b += 1;
+            }
+            t += 1;
+        }
+        Split { idx, keep, v0, m3 }
+    }
+
+    /// Code bytes of coordinate `J` for step `GI` of [`morton3_ms`] (all layout data
+    /// compile-time constants): its lanes split out of the three input vectors `v`, a
+    /// `vpmultishiftqb` window per byte, the table row or-ed in, one `vpermb`.
+    #[inline(always)]
+    unsafe fn coord<
+        const SI: usize,
+        const SO: usize,
+        const ROWS: bool,
+        const J: usize,
+        const GI: usize,
+    >(
+        v: &[__m512i; 3],
+        ctl: (__m512i, __m512i),
+        seven: __m512i,
+        table: __m512i,
+    ) -> __m512i {
+        let idx: &'static [u8; 64] = const { &split(SI, SO, ROWS, J, GI).idx };
+        let keep = const { split(SI, SO, ROWS, J, GI).keep };
+        let v0 = const { split(SI, SO, ROWS, J, GI).v0 };
+        let m3 = const { split(SI, SO, ROWS, J, GI).m3 };
+        // SAFETY: register operations and a load of a 64-byte constant (the caller has
+        // AVX-512 F/BW and VBMI).
+        unsafe {
+            let idx = ld64(idx.as_ptr());
+            let lanes = if ROWS {
+                let x = perm2(SI, keep, v[v0], idx, v[(v0 + 1).min(2)]);
+                if m3 != 0 {
+                    perm1(SI, x, m3, idx, v[2])
+                } else {
+                    x
+                }
+            } else {
+                perm2(SI, keep, v[J], idx, v[J])
+            };
+            let w = _mm512_multishift_epi64_epi8(ctl.0, lanes);
+            let ix = _mm512_ternarylogic_epi64::<0xEA>(w, seven, ctl.1);
+            _mm512_permutexvar_epi8(ix, table)
+        }
+    }
+
+    /// Output vector `GI` of one step of [`morton3_ms`], stored at `out`.
+    #[inline(always)]
+    unsafe fn step<const SI: usize, const SO: usize, const ROWS: bool, const GI: usize>(
+        v: &[__m512i; 3],
+        ctl: &[(__m512i, __m512i); 3],
+        seven: __m512i,
+        table: __m512i,
+        out: *mut u8,
+    ) {
+        // SAFETY: as for `coord`; the caller guarantees 64 writable bytes at `out`.
+        unsafe {
+            let b0 = coord::<SI, SO, ROWS, 0, GI>(v, ctl[0], seven, table);
+            let b1 = coord::<SI, SO, ROWS, 1, GI>(v, ctl[1], seven, table);
+            let b2 = coord::<SI, SO, ROWS, 2, GI>(v, ctl[2], seven, table);
+            let code = _mm512_ternarylogic_epi64::<0xFE>(b0, b1, b2);
+            _mm512_storeu_si512(out as *mut _, code);
+        }
+    }
+
+    /// [`spread_ctrl`] for 4- and 8-byte lanes and each field.
+    const CTRL: [[([u8; 64], [u8; 64]); 3]; 2] = {
+        const fn row(so: usize) -> [([u8; 64], [u8; 64]); 3] {
+            [spread_ctrl(so, 0), spread_ctrl(so, 1), spread_ctrl(so, 2)]
+        }
+        [row(4), row(8)]
+    };
+
+    /// An unaligned 64-byte load.
+    #[inline(always)]
+    unsafe fn ld64(p: *const u8) -> __m512i {
+        // SAFETY: the caller guarantees 64 readable bytes at `p` and AVX-512 F.
+        unsafe { _mm512_loadu_si512(p as *const _) }
+    }
+
+    /// Two-source permute of `si`-byte elements, zeroing lanes outside `keep`.
+    #[inline(always)]
+    unsafe fn perm2(si: usize, keep: u64, a: __m512i, idx: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: register operations (the caller has AVX-512 F/BW).
+        unsafe {
+            match si {
+                2 => _mm512_maskz_permutex2var_epi16(keep as u32, a, idx, b),
+                4 => _mm512_maskz_permutex2var_epi32(keep as u16, a, idx, b),
+                _ => _mm512_maskz_permutex2var_epi64(keep as u8, a, idx, b),
+            }
+        }
+    }
+
+    /// One-source permute of `si`-byte elements into `src`'s lanes under `m`.
+    #[inline(always)]
+    unsafe fn perm1(si: usize, src: __m512i, m: u64, idx: __m512i, c: __m512i) -> __m512i {
+        // SAFETY: register operations (the caller has AVX-512 F/BW).
+        unsafe {
+            match si {
+                2 => _mm512_mask_permutexvar_epi16(src, m as u32, idx, c),
+                4 => _mm512_mask_permutexvar_epi32(src, m as u16, idx, c),
+                _ => _mm512_mask_permutexvar_epi64(src, m as u8, idx, c),
+            }
+        }
+    }
+
+    /// 3-D Morton codes of `SI`-byte coordinates (2, 4 or 8; rows, or three columns, `n`
+    /// points at `src`) into `SO`-byte codes (4 or 8, `SO >= SI`) at `out`, coordinate `i`
+    /// at field `sh[i]` (shifted left by it): the rows of three vectors split into lanes of
+    /// the code's width by two-source permutes (zero-extending), then each code byte of
+    /// each coordinate a `vpmultishiftqb` window of 3 bits and a 24-entry `vpermb`
+    /// lookup, the three ORed (3 ops per coordinate and vector instead of 2 per
+    /// magic-number step, of which 64-bit lanes need 5). Returns the points done (a
+    /// multiple of `64 / SI`) and the OR of their coordinates (as a `u64` of `SI` bytes).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW and VBMI; `src` holds `3n` values (`rows`) or each column
+    /// `n`, `out` `n` codes; `sh` a permutation of 0, 1, 2.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) unsafe fn morton3_ms<const SI: usize, const SO: usize, const ROWS: bool>(
+        src: [*const u8; 3],
+        n: usize,
+        out: *mut u8,
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        let e = 64 / SI; // elements per vector = rows per step
+        let g = SO / SI; // output vectors per step
+                         // SAFETY: in bounds as the caller guarantees (k + e <= n).
+        unsafe {
+            let ld = |p: *const u8| ld64(p);
+            let cs = &CTRL[(SO == 8) as usize];
+            let ctl: [(__m512i, __m512i); 3] = [0, 1, 2].map(|j| {
+                let (c, p) = &cs[sh[j] as usize];
+                (ld(c.as_ptr()), ld(p.as_ptr()))
+            });
+            let table = ld(SPREAD3.as_ptr());
+            let seven = _mm512_set1_epi8(7);
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + e <= n {
+                let v: [__m512i; 3] = if ROWS {
+                    let p = src[0].add(SI * 3 * k);
+                    [ld64(p), ld64(p.add(64)), ld64(p.add(128))]
+                } else {
+                    [
+                        ld64(src[0].add(SI * k)),
+                        ld64(src[1].add(SI * k)),
+                        ld64(src[2].add(SI * k)),
+                    ]
+                };
+                acc = _mm512_ternarylogic_epi64::<0xFE>(acc, v[0], _mm512_or_si512(v[1], v[2]));
+                let o = out.add(SO * k);
+                step::<SI, SO, ROWS, 0>(&v, &ctl, seven, table, o);
+                if g > 1 {
+                    step::<SI, SO, ROWS, 1>(&v, &ctl, seven, table, o.add(64));
+                }
+                if g > 2 {
+                    step::<SI, SO, ROWS, 2>(&v, &ctl, seven, table, o.add(128));
+                    step::<SI, SO, ROWS, 3>(&v, &ctl, seven, table, o.add(192));
+                }
+                k += e;
+            }
+            let mut q = [0u64; 8];
+            _mm512_storeu_si512(q.as_mut_ptr() as *mut _, acc);
+            let a = q.iter().fold(0, |a, &x| a | x);
+            let fold = (0..8 / SI).fold(0u64, |f, i| f | (a >> (64 / (8 / SI) * i)));
+            (k, fold & (u64::MAX >> (64 - 8 * SI)))
+        }
+    }
+
+    /// `vpmultishiftqb` controls of window `m` for [`morton3_dec_gf`]: in each `sc`-byte
+    /// code lane, byte `ob j + b` (`j < 3`, `b < ob`) is the code from bit
+    /// `f_j + 24 b + 9 m` (field `f_j = sh[j]`), whose bits 0, 3 and 6 are bits
+    /// `8 b + 3 m, .. + 1, .. + 2` of coordinate `j`.
+    fn window_ctrl(sc: usize, ob: usize, sh: [u32; 3], m: usize) -> [u8; 64] {
+        std::array::from_fn(|q| {
+            let (lane, i) = (q / sc, q % sc);
+            let (j, b) = (i / ob, i % ob);
+            let f = if j < 3 {
+                sh[j] as usize + 24 * b + 9 * m
+            } else {
+                0
+            };
+            ((lane * sc * 8) % 64 + f) as u8
+        })
+    }
+
+    /// GF(2) affine matrix (`vgf2p8affineqb`) moving bits 0, 3, 6 of each byte to bits
+    /// `3m, 3m + 1, 3m + 2` (those below 8), the others cleared: bit `i` of the result is
+    /// the parity of `x & A.byte[7 - i]`.
+    const fn window_matrix(m: u32) -> i64 {
+        let mut a = 0u64;
+        let mut t = 0;
+        while t < 3 {
+            let i = 3 * m + t;
+            if i < 8 {
+                a |= (1u64 << (3 * t)) << (8 * (7 - i));
+            }
+            t += 1;
+        }
+        a as i64
+    }
+
+    /// Coordinates of 3-D Morton codes (`CI`-byte codes, 4 or 8; `n` at `codes`) as
+    /// `OB`-byte values (1: at most 8 bits, `SC = CI`; 2: at most 16 bits, `SC = 8`, 4-byte
+    /// codes zero-extended), coordinate `i` from field `sh[i]`, into rows (`out[0]`, `3n`
+    /// values, with `ROWS`) or three columns: per vector of codes (in `SC`-byte lanes),
+    /// three `vpmultishiftqb` windows put the code bits of byte `b` of coordinate `j` at
+    /// byte `OB j + b` of each lane, a GF(2) affine step per window compacts them in place,
+    /// and one `vpermb` packs each lane's first `3 OB` bytes into rows (or columns).
+    /// Returns the codes done (a multiple of `64 / SC`) and the OR of them.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW, VBMI and GFNI; `codes` holds `n` codes and the output `3n`
+    /// values (rows) or `n` per column; `sh` a permutation of 0, 1, 2.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn morton3_dec_gf<
+        const CI: usize,
+        const SC: usize,
+        const OB: usize,
+        const ROWS: bool,
+    >(
+        codes: *const u8,
+        n: usize,
+        out: [*mut u8; 3],
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        // Codes per vector.
+        let c = 64 / SC;
+        // Rows: byte `3 OB r + q` from lane byte `SC r + q` (`pack[0]`); columns: byte
+        // `OB r + b` of column `j` from lane byte `SC r + OB j + b` (`pack[j]`).
+        let pack: [[u8; 64]; 3] = std::array::from_fn(|col| {
+            std::array::from_fn(|q| {
+                let (r, i) = if ROWS {
+                    (q / (3 * OB), q % (3 * OB))
+                } else {
+                    (q / OB, OB * col + q % OB)
+                };
+                if r < c {
+                    (r * SC + i) as u8
+                } else {
+                    0
+                }
+            })
+        });
+        // SAFETY: in bounds as the caller guarantees (k + c <= n).
+        unsafe {
+            let ctl: [__m512i; 3] = [0, 1, 2].map(|m| {
+                let w = window_ctrl(SC, OB, sh, m);
+                ld64(w.as_ptr())
+            });
+            let a = [
+                _mm512_set1_epi64(window_matrix(0)),
+                _mm512_set1_epi64(window_matrix(1)),
+                _mm512_set1_epi64(window_matrix(2)),
+            ];
+            let pk = [
+                ld64(pack[0].as_ptr()),
+                ld64(pack[1].as_ptr()),
+                ld64(pack[2].as_ptr()),
+            ];
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + c <= n {
+                let v = if CI == SC {
+                    ld64(codes.add(CI * k))
+                } else {
+                    _mm512_cvtepu32_epi64(_mm256_loadu_si256(codes.add(CI * k) as *const _))
+                };
+                acc = _mm512_or_si512(acc, v);
+                let w0 = _mm512_multishift_epi64_epi8(ctl[0], v);
+                let w1 = _mm512_multishift_epi64_epi8(ctl[1], v);
+                let w2 = _mm512_multishift_epi64_epi8(ctl[2], v);
+                let b = _mm512_ternarylogic_epi64::<0xFE>(
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w0, a[0]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w1, a[1]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w2, a[2]),
+                );
+                if ROWS {
+                    let p = _mm512_permutexvar_epi8(pk[0], b);
+                    let m = (1u64 << (3 * OB * c)) - 1;
+                    _mm512_mask_storeu_epi8(out[0].add(3 * OB * k) as *mut _, m, p);
+                } else {
+                    let m = (1u64 << (OB * c)) - 1;
+                    for (o, &pj) in out.iter().zip(&pk) {
+                        let p = _mm512_permutexvar_epi8(pj, b);
+                        _mm512_mask_storeu_epi8(o.add(OB * k) as *mut _, m, p);
+                    }
+                }
+                k += c;
+            }
+            let mut q = [0u64; 8];
+            _mm512_storeu_si512(q.as_mut_ptr() as *mut _, acc);
+            let a = q.iter().fold(0, |a, &x| a | x);
+            (
+                k,
+                if CI == 4 {
+                    (a | a >> 32) & 0xFFFF_FFFF
+                } else {
+                    a
+                },
+            )
+        }
+    }
+
     /// Bits of coordinate `(c >> s)` (every third bit of it, compacted) contributed by
     /// 6-bit group `g` of a code, for every group value.
     const fn gather_byte(s: u32, g: u32) -> [u8; 64] {
@@ -1367,10 +1757,12 @@ multiversion!(encode_chunk_k, encode_chunk,
 multiversion!(decode_chunk_k, decode_chunk,
     (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, fast9: bool));
 
-/// 3-D Morton codes of one chunk of `uint8` coordinates of at most 6 bits into `uint16`
-/// (at most 5 bits) or `uint32` by the table-lookup kernel ([`rows3::morton3_u8`]), the
-/// tail on kernel `k`; `None` where the kernel does not apply. Returns the OR of the
-/// input values.
+/// 3-D Morton codes of one chunk by the AVX-512 VBMI kernels of [`rows3`], the tail on
+/// kernel `k`: `uint8` coordinates of at most 6 bits into `uint16` (at most 5 bits) or
+/// `uint32` by table lookups ([`rows3::morton3_u8`]); `uint16` coordinates into
+/// `uint32`/`uint64`, `uint32` into `uint32`/`uint64` and `uint64` into `uint64` by
+/// multishift windows ([`rows3::morton3_ms`]). `None` where neither applies. Returns the
+/// OR of the input values.
 #[cfg(target_arch = "x86_64")]
 fn morton3_lut_encode<U: Word, O: Word>(
     k: Kernel,
@@ -1379,8 +1771,9 @@ fn morton3_lut_encode<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    if !(fast9(k) && U::BITS == 8 && nbits <= 6 && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5)))
-    {
+    let lut = U::BITS == 8 && nbits <= 6 && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5));
+    let ms = U::BITS >= 16 && O::BITS >= 32 && O::BITS >= U::BITS;
+    if !(fast9(k) && (lut || ms)) {
         return None;
     }
     let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
@@ -1396,28 +1789,58 @@ fn morton3_lut_encode<U: Word, O: Word>(
         }
     };
     let ob = (O::BITS / 8) as usize;
-    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u8 and O u16 or u32 (every Word
-    // is the unsigned type of its width); lengths asserted above.
-    let (done, a) =
-        unsafe { rows3::morton3_u8(ptrs, rows, n, out.as_mut_ptr() as *mut u8, ob, [s0, 1, s2]) };
+    let sh = [s0, 1, s2];
+    let o = out.as_mut_ptr() as *mut u8;
+    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U and O are the unsigned types of
+    // their widths (every Word is), within the widths each kernel takes (checked above);
+    // lengths asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, O::BITS) {
+            (8, _) => {
+                let (d, a) = rows3::morton3_u8(ptrs, rows, n, o, ob, sh);
+                (d, a as u64)
+            }
+            (16, 32) if rows => rows3::morton3_ms::<2, 4, true>(ptrs, n, o, sh),
+            (16, 32) => rows3::morton3_ms::<2, 4, false>(ptrs, n, o, sh),
+            (16, _) if rows => rows3::morton3_ms::<2, 8, true>(ptrs, n, o, sh),
+            (16, _) => rows3::morton3_ms::<2, 8, false>(ptrs, n, o, sh),
+            (32, 32) if rows => rows3::morton3_ms::<4, 4, true>(ptrs, n, o, sh),
+            (32, 32) => rows3::morton3_ms::<4, 4, false>(ptrs, n, o, sh),
+            (32, _) if rows => rows3::morton3_ms::<4, 8, true>(ptrs, n, o, sh),
+            (32, _) => rows3::morton3_ms::<4, 8, false>(ptrs, n, o, sh),
+            _ if rows => rows3::morton3_ms::<8, 8, true>(ptrs, n, o, sh),
+            _ => rows3::morton3_ms::<8, 8, false>(ptrs, n, o, sh),
+        }
+    };
     let rest = match src {
         Src::Rows(s) => Src::Rows(&s[3 * done..]),
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
     };
     let curve = Curve::Morton { msb };
     let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..], false);
-    Some(tail.or(U::from_u64(a as u64)))
+    Some(tail.or(U::from_u64(a)))
+}
+
+/// Whether this CPU has GFNI (with the AVX-512 VBMI set of [`fast9`]).
+#[cfg(target_arch = "x86_64")]
+fn gfni() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| std::arch::is_x86_feature_detected!("gfni"))
 }
 
 /// Whether [`morton3_lut_decode`] runs on kernel `k` for these types and `nbits`.
 #[cfg(target_arch = "x86_64")]
-fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32) -> bool {
-    fast9(k) && U::BITS == 16 && O::BITS == 8 && nbits <= 5
+fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32, rows: bool) -> bool {
+    // uint16 columns: the compiler's loops measured faster (masked 16-byte stores).
+    let gf = U::BITS >= 32 && (O::BITS == 8 || (O::BITS == 16 && rows)) && gfni();
+    fast9(k) && ((U::BITS == 16 && O::BITS == 8 && nbits <= 5) || gf)
 }
 
-/// Coordinates of one chunk of 3-D Morton codes (`uint16`, at most 15 bits) into `uint8`
-/// by the table-lookup kernel ([`rows3::morton3_dec_u16`]), the tail on kernel `k`, where
-/// [`morton3_lut_decodes`]. Returns the OR of the codes.
+/// Coordinates of one chunk of 3-D Morton codes into `uint8`/`uint16` by the AVX-512
+/// VBMI kernels of [`rows3`], the tail on kernel `k`, where [`morton3_lut_decodes`]:
+/// `uint16` codes (at most 15 bits) into `uint8` by table lookups
+/// ([`rows3::morton3_dec_u16`]), `uint32`/`uint64` codes by multishift windows and GF(2)
+/// affine steps ([`rows3::morton3_dec_gf`]). Returns the OR of the codes.
 #[cfg(target_arch = "x86_64")]
 fn morton3_lut_decode<U: Word, O: Word>(
     k: Kernel,
@@ -1426,7 +1849,11 @@ fn morton3_lut_decode<U: Word, O: Word>(
     codes: &[U],
     dst: Dst<'_, O>,
 ) -> U {
-    assert!(morton3_lut_decodes::<U, O>(k, nbits));
+    assert!(morton3_lut_decodes::<U, O>(
+        k,
+        nbits,
+        matches!(dst, Dst::Rows(_))
+    ));
     let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
     let n = codes.len();
     let mut dst = dst;
@@ -1440,17 +1867,35 @@ fn morton3_lut_decode<U: Word, O: Word>(
             ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
         }
     };
-    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U is u16 and O u8 (every Word is the
+    let sh = [s0, 1, s2];
+    let cp = codes.as_ptr();
+    // SAFETY: `morton3_lut_decodes` means AVX-512 F/BW and VBMI (and GFNI for the
+    // multishift kernel); U is u16 (O u8), u32 or u64 (O u8 or u16; every Word is the
     // unsigned type of its width); lengths asserted above.
-    let (done, a) =
-        unsafe { rows3::morton3_dec_u16(codes.as_ptr() as *const u16, n, ptrs, rows, [s0, 1, s2]) };
+    let (done, a) = unsafe {
+        let cb = cp as *const u8;
+        match (U::BITS, O::BITS, rows) {
+            (16, _, _) => {
+                let (d, a) = rows3::morton3_dec_u16(cp as *const u16, n, ptrs, rows, sh);
+                (d, a as u64)
+            }
+            (32, 8, true) => rows3::morton3_dec_gf::<4, 4, 1, true>(cb, n, ptrs, sh),
+            (32, 8, false) => rows3::morton3_dec_gf::<4, 4, 1, false>(cb, n, ptrs, sh),
+            (32, _, true) => rows3::morton3_dec_gf::<4, 8, 2, true>(cb, n, ptrs, sh),
+            (32, _, false) => rows3::morton3_dec_gf::<4, 8, 2, false>(cb, n, ptrs, sh),
+            (_, 8, true) => rows3::morton3_dec_gf::<8, 8, 1, true>(cb, n, ptrs, sh),
+            (_, 8, false) => rows3::morton3_dec_gf::<8, 8, 1, false>(cb, n, ptrs, sh),
+            (_, _, true) => rows3::morton3_dec_gf::<8, 8, 2, true>(cb, n, ptrs, sh),
+            (_, _, false) => rows3::morton3_dec_gf::<8, 8, 2, false>(cb, n, ptrs, sh),
+        }
+    };
     let rest = match dst {
         Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
     };
     let curve = Curve::Morton { msb };
     let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
-    tail.or(U::from_u64(a as u64))
+    tail.or(U::from_u64(a))
 }
 
 // --- drivers ------------------------------------------------------------------------------
@@ -1773,11 +2218,14 @@ pub fn decode_into<T: Coord, O: Word>(
         let r0 = ci * CHUNK;
         let rows = (n - r0).min(CHUNK);
         let part = &ucodes[r0..r0 + rows];
-        // uint16 codes of at most 15 bits into uint8, 3-D Morton: the table-lookup kernel
-        // (measured faster than the 9-bit byte permutes below at nbits 3 too).
+        // 3-D Morton codes into uint8 (uint16 of at most 15 bits, uint32/uint64 of at most
+        // 24): the AVX-512 VBMI kernels (the uint16 one measured faster than the 9-bit
+        // byte permutes below at nbits 3 too).
         #[cfg(target_arch = "x86_64")]
         let o = match (curve, d) {
-            (Curve::Morton { msb }, 3) if morton3_lut_decodes::<T::Unsigned, O>(k, nbits) => {
+            (Curve::Morton { msb }, 3)
+                if morton3_lut_decodes::<T::Unsigned, O>(k, nbits, matches!(o, Dst::Rows(_))) =>
+            {
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
@@ -2000,22 +2448,33 @@ mod tests {
     }
 
     /// 3-D kernels on rows and columns over several 256-point blocks and a ragged tail
-    /// (2,125 points; the table-lookup kernels run 64 a step), every lane width, on every
-    /// kernel.
+    /// (2,125 points; the AVX-512 VBMI Morton kernels run 8 to 64 a step: table lookups,
+    /// multishift windows for 16- to 64-bit coordinates and GF(2) steps for 32/64-bit
+    /// codes into `uint8`), every lane width, both Morton axis orders, on every kernel.
     #[test]
     fn rows_and_columns_across_blocks_match_the_reference_loops() {
         let n = 2125;
-        for nbits in [2u32, 4, 5, 8, 9, 12, 16, 18, 21] {
-            let p = pts(100 + nbits as u64, n, 3, nbits);
+        for nbits in [2u32, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 18, 20, 21] {
+            let mut p = pts(100 + nbits as u64, n, 3, nbits);
+            // Edge rows: all ones, one axis at its maximum (and zeros below).
+            for v in &mut p[3..6] {
+                *v = low_mask(nbits);
+            }
+            p[6] = low_mask(nbits);
+            p[7..12].fill(0);
             let want_h = hilbert::encode_generic(&p, 3, nbits).unwrap();
-            let want_m: Vec<u64> = p
-                .chunks(3)
-                .map(|r| morton::tests::naive(r, nbits, morton::AxisOrder::Lsb))
-                .collect();
+            let morton_of = |order| -> Vec<u64> {
+                p.chunks(3)
+                    .map(|r| morton::tests::naive(r, nbits, order))
+                    .collect()
+            };
+            let want_m = morton_of(morton::AxisOrder::Lsb);
+            let want_msb = morton_of(morton::AxisOrder::Msb);
             for k in [Kernel::Portable, Kernel::Avx2, Kernel::Avx512] {
                 for (c, want) in [
                     (Curve::Hilbert, &want_h),
                     (Curve::Morton { msb: false }, &want_m),
+                    (Curve::Morton { msb: true }, &want_msb),
                 ] {
                     check_all::<u8>(k, c, 3, nbits, &p, want);
                     check_all::<u16>(k, c, 3, nbits, &p, want);
