@@ -24,6 +24,10 @@ QPS, ef 128 14.4-15.1k -> 16.4-16.8k; bits=4 ef 64 23.1-25.3k -> 26.0-26.2k; bui
 The hashes were re-recorded when 4- and 8-bit searches began to start at the nearest of the
 entry and 64 sampled nodes (``search::start_node``): their search results change (recall
 within 0.005 either way); every index file and every 2-bit result hash stayed the same.
+
+They were re-recorded again when the 4- and 8-bit builds began to prune with the query
+form of one candidate against the code of the other (``build.rs``, ``prune_by_query``):
+the 4- and 8-bit index files and results change; every 2-bit hash stayed the same.
 """
 from __future__ import annotations
 
