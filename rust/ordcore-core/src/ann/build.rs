@@ -530,6 +530,7 @@ impl BQGraphIndex {
     /// as it was before the batch, and their results are applied in order, so the graph
     /// depends only on the data and the seed, never on the thread count. Searches use beam
     /// width `l_build` as given (the callers raise it to `R` where it decides final lists).
+    #[allow(clippy::too_many_arguments)]
     fn insert_pass(
         &mut self,
         order: &[u32],
