@@ -548,7 +548,7 @@ _PREFER_8_BITS = 1.25
 
 
 def _hot_bytes_per_row(dim: int, bits: int, rotation: str | None, rows: int) -> int:
-    """Bytes per row of the search hot path of an index with ``bits``-bit codes and the
+    """Bytes per row of the search hot path of an index with ``bits``-bit (4 or 8) codes and the
     default ``R`` for a first build of ``rows`` rows: the code (scalar codes: a 16-byte
     header and ``bits`` bits per coordinate, padded to a multiple of 64 coordinates after the
     rotation's padding) plus the ``4 * R`` bytes of a full neighbour list."""
@@ -556,11 +556,7 @@ def _hot_bytes_per_row(dim: int, bits: int, rotation: str | None, rows: int) -> 
     coded = dim
     if rotation is not None:
         coded = _core.BQGraphIndex(dim, "l2", bits, r, r, 1.2, True, 0, "float32").code_dim()
-    if bits > 2:
-        code = 16 + -(-coded // 64) * 64 * bits // 8
-    else:
-        code = 8 * bits * -(-coded // 64)
-    return code + 4 * r
+    return 16 + -(-coded // 64) * 64 * bits // 8 + 4 * r
 
 
 def _config_key(bits: int, rotation: str | None) -> str:
