@@ -30,6 +30,10 @@ construction, with the search-time degree bound (``order::auto_degree``, format 
 their index files change (same lists, new order, version 4), and so do their ``ef=16``
 results (the bound is active there); ``ef=64`` and ``ef=128`` results (bound at or above
 R) and every 2-bit hash stayed the same.
+
+Re-recorded once more when the 4- and 8-bit builds began to prune with the query
+form of one candidate against the code of the other (``build.rs``, ``prune_by_query``):
+the 4- and 8-bit index files and results change; every 2-bit hash stayed the same.
 """
 from __future__ import annotations
 

@@ -19,6 +19,19 @@ the rows of the first ``add``: below 50,000 rows 64 (48 for 4/8-bit codes below 
 dimensions), so the 20k rows below build with the small-base beam and the full-size sets
 exactly as before:
 
+Since 4/8-bit prunes score pairs with the query form and ``bits="auto"`` prefers 8 bits
+over a close 4 (``choose_codes``), SIFT's default is 8 bits (``--reps 1``, 1000 queries at
+200k, load 2.3-2.8):
+
+* SIFT 20k (defaults: 8 bits, L_build=64): 0.83x; 0.9984 / 0.9998 (0.9950 / 0.9996).
+* SIFT 200k (defaults: 8 bits, L_build=128): 0.54x (21.9 s against 40.2 s); recall@10 at
+  ``ef_search`` 16 / 24 / 64 / 128 0.9206 / 0.9544 / 0.9886 / 0.9963 at 93.3k / 70.7k /
+  36.8k / 19.9k QPS (hnswlib 0.9436 / 0.9650 / 0.9884 / 0.9960 at 40.2k / 30.9k / 15.6k /
+  8.4k); ``bits=4,rotation=hadamard``: 0.48x, 0.7474 / 0.8270 / 0.9676 / 0.9950 at the
+  same QPS (``--efs 16,24,48,64,128 --settings ";bits=4,rotation=hadamard"``).
+
+Before (4 bits):
+
 * SIFT 20k (4 bits, R=64, L_build=64): 0.67-0.73x; 0.9990 / 1.0000 (0.9948 / 0.9996);
   with ``L_build=128`` (the default before) 1.16-1.27x, 0.9986 / 0.9998.
 * SIFT 100k with ``L_build=64``: 0.34x, 0.9766 / 0.9887; with 128: 0.56x, 0.9711 / 0.9890.

@@ -91,13 +91,17 @@ print(ann.sq_kernel())
 
 @pytest.mark.parametrize(("bits", "dim", "metric"), [(4, 50, "l2"), (8, 50, "cosine"), (4, 384, "cosine"), (8, 130, "l2")])
 def test_every_sq_kernel_builds_the_same_index(tmp_path: Path, bits: int, dim: int, metric: str) -> None:
-    """AVX-512 VNNI, AVX2 and scalar kernels (capped by ORDCORE_ANN_SQ_KERNEL), and 1 or 2
-    threads, give byte-identical index files (the ordered neighbour lists included) and
-    identical search results, also with a search-time degree bound and from a float16
-    rerank store (decoded with F16C except under the scalar kernel)."""
+    """AVX-512 VNNI, AVX2 and scalar kernels (capped by ORDCORE_ANN_SQ_KERNEL), the copies
+    of the beam and prune loops for each popcount kernel (ORDCORE_ANN_KERNEL=popcnt), and 1
+    or 2 threads, give byte-identical index files (so identical graphs, whose prunes score
+    pairs with the query forms, and identical ordered neighbour lists) and identical search
+    results, also with a search-time degree bound and from a float16 rerank store (decoded
+    with F16C except under the scalar kernel)."""
     runs = {}
-    for cap, threads in (("", 2), ("avx2", 1), ("scalar", 2)):
-        env = dict(os.environ, ORDCORE_ANN_SQ_KERNEL=cap)
+    for cap, threads in (("", 2), ("avx2", 1), ("scalar", 2), ("popcnt", 1)):
+        env = dict(os.environ, ORDCORE_ANN_SQ_KERNEL="" if cap == "popcnt" else cap)
+        if cap == "popcnt":
+            env["ORDCORE_ANN_KERNEL"] = "popcnt"
         out = str(tmp_path / f"{cap or 'best'}{threads}")
         run = subprocess.run([sys.executable, "-c", _KERNEL_SCRIPT, str(dim), str(bits), metric, str(threads), out],
                              env=env, capture_output=True, text=True, check=True)
@@ -106,7 +110,7 @@ def test_every_sq_kernel_builds_the_same_index(tmp_path: Path, bits: int, dim: i
         if cap == "scalar":
             assert used == "scalar"
         runs[cap] = out
-    for cap in ("avx2", "scalar"):
+    for cap in ("avx2", "scalar", "popcnt"):
         assert Path(runs[cap] + ".idx").read_bytes() == Path(runs[""] + ".idx").read_bytes()
         a, b = np.load(runs[cap] + ".npz"), np.load(runs[""] + ".npz")
         for key in ("ids", "dist", "ids_d", "dist_d", "ids_h", "dist_h"):

@@ -541,6 +541,24 @@ class CodeChoice(TypedDict):
     reason: str
 
 
+#: ``bits="auto"`` takes 8-bit codes instead of the 4-bit ones it would pick when the 8-bit
+#: index's hot path per row (:func:`_hot_bytes_per_row`) is at most this factor of the
+#: 4-bit one's (see :func:`choose_codes`).
+_PREFER_8_BITS = 1.25
+
+
+def _hot_bytes_per_row(dim: int, bits: int, rotation: str | None, rows: int) -> int:
+    """Bytes per row of the search hot path of an index with ``bits``-bit (4 or 8) codes and the
+    default ``R`` for a first build of ``rows`` rows: the code (scalar codes: a 16-byte
+    header and ``bits`` bits per coordinate, padded to a multiple of 64 coordinates after the
+    rotation's padding) plus the ``4 * R`` bytes of a full neighbour list."""
+    r = _default_build(dim, bits, rows)[0]
+    coded = dim
+    if rotation is not None:
+        coded = _core.BQGraphIndex(dim, "l2", bits, r, r, 1.2, True, 0, "float32").code_dim()
+    return 16 + -(-coded // 64) * 64 * bits // 8 + 4 * r
+
+
 def _config_key(bits: int, rotation: str | None) -> str:
     return f"{bits}/{rotation or 'none'}"
 
@@ -591,7 +609,10 @@ def choose_codes(
 ) -> CodeChoice:
     """The code ``BQGraphIndex(bits="auto")`` picks for data like the rows of ``X``: the
     cheapest width (1 < 2 < 4 < 8 bits; at equal width no rotation before
-    ``"hadamard"``) whose estimated recall@``k`` reaches ``target``.
+    ``"hadamard"``) whose estimated recall@``k`` reaches ``target``, except that 8 bits
+    replace 4 when an 8-bit code reaches the target too and the 8-bit index's hot path
+    (code bytes + ``4 * R`` graph bytes a row at the default ``R``) is within 25 % of the
+    4-bit one's (up to 128 dimensions at ``R`` = 64: on SIFT 400 against 336 bytes).
 
     The estimate is :func:`bq_fitness`'s estimator (``sample`` query rows scored against
     every row, the way the index's search scores them: code to code for 1 and 2 bits, the
@@ -611,28 +632,39 @@ def choose_codes(
     glosses 20k x 384, cosine    **2 bits**        0.996     0.993 / 0.998
     SIFT 200k x 128, l2          2 bits            0.644     0.263 / 0.394
     SIFT 200k x 128, l2          2 bits, hadamard  0.942     0.887 / 0.958
-    SIFT 200k x 128, l2          **4 bits**        0.992     0.930 / 0.984
-    SIFT 200k x 128, l2          4 bits, hadamard  0.982     0.918 / 0.976
-    SIFT 200k x 128, l2          8 bits            1.000     0.991 / 0.995
+    SIFT 200k x 128, l2          4 bits            0.992     0.970 / 0.996
+    SIFT 200k x 128, l2          4 bits, hadamard  0.982     0.968 / 0.995
+    SIFT 200k x 128, l2          **8 bits**        1.000     0.989 / 0.996
     glosses PCA-50 100k, cosine  2 bits, hadamard  0.814     0.830 / 0.924
     glosses PCA-50 100k, cosine  **4 bits**        1.000     0.999 / 1.000
     Gaussian 100k x 64, l2       2 bits            0.399     0.322 / 0.460
     Gaussian 100k x 64, l2       **4 bits**        1.000     0.822 / 0.904
     ===========================  ================  ========  ===============
 
-    (bold: the pick.) The estimate tracks the graph at ``ef_search`` 64 within about 0.06 on
+    (bold: the pick; on PCA-50 glosses and the Gaussian data the 8-bit preference below
+    takes 8 bits now. The SIFT graph rows are of builds whose prunes score pairs with the
+    query form, ``R`` 64, ``L_build`` 128, 1000 queries; before that change 4 bits gave
+    0.930 / 0.984, 4 bits with rotation 0.918 / 0.976 and 8 bits 0.991 / 0.995.) The
+    estimate tracks the graph at ``ef_search`` 64 within about 0.06 on
     real data (the graph loses what its navigation misses), so the default ``target``
     :data:`CHOICE_TARGET` = 0.97 keeps a margin: every pick on the real sets reaches recall@10
     0.95 by ``ef_search`` 128, and each cheaper code's index falls short of 0.95 at 64. On
     i.i.d. Gaussian data the codes are not the limit (8 bits: 0.825 / 0.902 too); the graph
     is, and a wider ``ef_search`` is the remedy.
 
-    The pick is the cheapest code in memory, not always the fastest at a recall: on SIFT
-    200k the 4-bit index (the pick) reaches recall@10 0.95 at 28k QPS and the 8-bit one
-    (no rotation, same ``R`` / ``L_build``) at 66k, 2.3x, because the 4-bit graph loses
+    Why 8 bits over a close 4: the cheapest code in memory is not always the fastest at a
+    recall. On SIFT 200k the 4-bit index reached recall@10 0.95 at 28k QPS and the 8-bit
+    one (no rotation, same ``R`` / ``L_build``) at 66k, 2.3x, because the 4-bit graph lost
     more than its estimate says (0.929 at ``ef_search`` 64 against 0.992); on SIFT 20k the
-    gap is 1.08x, on GloVe-50 200k 1.07x (1 search thread, CPU time, best of 5 interleaved
-    runs). Pass ``bits=8`` where speed matters more than code memory.
+    gap was 1.08x, on GloVe-50 200k 1.07x (1 search thread, CPU time, best of 5 interleaved
+    runs). Construction now prunes the scalar codes with the query form of one candidate
+    against the code of the other, which raised the 4-bit graph to recall@10 0.970 / 0.996
+    at ``ef_search`` 64 / 128 (table), but at recall 0.95 it still runs at 0.55x the 8-bit
+    graph's QPS: SIFT 200k, 1 search thread, CPU time, QPS interpolated between the
+    ``ef_search`` around 0.95, 4 bits 39k (0.945 at 48, 0.970 at 64), 8 bits 71k (0.921 at
+    16, 0.954 at 24), for 19 % more hot-path memory (``python benches/ann_build.py
+    --dataset sift --n 200000 --reps 1 --settings "bits=4;bits=8" --efs 16,24,48,64``). Above 128 dimensions (glosses: 2 bits anyway) the 4-bit codes stay. Pass
+    ``bits=4`` where code memory matters more than speed.
 
     Parameters
     ----------
@@ -724,6 +756,24 @@ def choose_codes(
             + (f"; cheaper codes: {', '.join(cheaper)}" if cheaper else "")
             + ")"
         )
+        eight = next(((cr, ce) for (cb, cr), ce in zip(configs, est) if cb == 8 and ce >= target),
+                     None)
+        if b == 4 and eight is not None:
+            dim = int(a.shape[1])
+            hot4 = _hot_bytes_per_row(dim, 4, r, base)
+            hot8 = _hot_bytes_per_row(dim, 8, eight[0], base)
+            if hot8 <= _PREFER_8_BITS * hot4:
+                r8, e8 = eight
+                reason = (
+                    f"8 bits{' with rotation=hadamard' if r8 else ''} (estimated recall@{k} "
+                    f"{_fmt(e8)}) instead of {_config_key(b, r)}, the cheapest code whose "
+                    f"estimate ({_fmt(e)}) reaches the target {target:g} ({where}"
+                    + (f"; cheaper codes: {', '.join(cheaper)}" if cheaper else "")
+                    + f"): its hot path, {hot8} bytes a row (codes + graph), is within "
+                    f"{_PREFER_8_BITS - 1:.0%} of the 4-bit index's {hot4}, and 8-bit graphs "
+                    "reach a recall faster (SIFT 200k: 1.8x the QPS at recall@10 0.95)"
+                )
+                b, r = 8, r8
     else:
         best = max((e, -i) for i, ((cb, _), e) in enumerate(zip(configs, est)) if cb == 8)
         b, r = configs[-best[1]]

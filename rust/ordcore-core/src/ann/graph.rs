@@ -513,6 +513,10 @@ pub fn run_beams<D: CodeDist>(g: &GraphRef<'_, D>, beams: &mut [Beam<'_>], entry
     })
 }
 
+/// The query form of a node (its stored row encoded as a query), with which RobustPrune
+/// scores the pairs of the scalar codes against the codes of the other candidates.
+pub type QueryOf<'a> = dyn Fn(u32) -> std::borrow::Cow<'a, [u64]> + Sync + 'a;
+
 #[inline(always)]
 fn pair_hash(a: u32, b: u32) -> u64 {
     let (lo, hi) = if a < b { (a, b) } else { (b, a) };
@@ -527,6 +531,7 @@ fn robust_prune_impl<D: CodeDist>(
     alpha: f64,
     r: usize,
     skip: &dyn Fn(u32) -> bool,
+    query: Option<&QueryOf<'_>>,
 ) -> Vec<u32> {
     cands.sort_unstable_by_key(|&(_, id)| id);
     cands.dedup_by_key(|c| c.1);
@@ -572,15 +577,18 @@ fn robust_prune_impl<D: CodeDist>(
         }
         out.push(c);
         let cc = g.code(c);
+        let qc = query.map(|f| f(c));
         for j in i + 1..cands.len() {
             if pruned[j] || twin[j] {
                 continue;
             }
             let (dj, idj) = cands[j];
             let other = g.code(idj);
-            if alpha * g.dist.value(g.dist.sym(cc, other)) <= g.dist.value(dj)
-                || g.dist.same(other, cc)
-            {
+            let dc = match &qc {
+                Some(qc) => g.d(qc, idj),
+                None => g.dist.sym(cc, other),
+            };
+            if alpha * g.dist.value(dc) <= g.dist.value(dj) || g.dist.same(other, cc) {
                 pruned[j] = true;
             }
         }
@@ -598,7 +606,8 @@ kernel_copies!(
         cands: &mut Vec<(u32, u32)>,
         alpha: f64,
         r: usize,
-        skip: &dyn Fn(u32) -> bool
+        skip: &dyn Fn(u32) -> bool,
+        query: Option<&QueryOf<'_>>
     ) -> Vec<u32>
 );
 
@@ -611,11 +620,12 @@ pub fn robust_prune<D: CodeDist>(
     alpha: f64,
     r: usize,
     skip: &dyn Fn(u32) -> bool,
+    query: Option<&QueryOf<'_>>,
 ) -> Vec<u32> {
     dispatch!(
         robust_prune_popcnt,
         robust_prune_vpopcnt,
         robust_prune_impl,
-        (g, p, cands, alpha, r, skip)
+        (g, p, cands, alpha, r, skip, query)
     )
 }

@@ -518,3 +518,72 @@ fn a_degree_bound_searches_the_truncated_lists() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn scalar_prunes_score_pairs_with_the_query_form() {
+    // RobustPrune of the 4- and 8-bit codes, given the nodes' query forms, follows the
+    // DiskANN rule with `d(p*, p')` the query form of `p*` against the code of `p'` (checked
+    // against a direct implementation on floats); without them, code against code.
+    let (n, dim, r, alpha) = (600, 24, 12, 1.2);
+    let x = gauss(n, dim, 31);
+    for bits in [4, 8] {
+        let mut p = params(dim, Metric::L2);
+        p.bits = bits;
+        p.rotation = true;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.add(&x, None, None).unwrap();
+        let sq = idx.sq_dist();
+        let forms: Vec<Vec<u64>> = (0..n as u32)
+            .map(|i| idx.node_query(i).into_owned())
+            .collect();
+        let q = |i: u32| std::borrow::Cow::Borrowed(&forms[i as usize][..]);
+        let code = |i: u32| &idx.codes[i as usize * idx.cw..(i as usize + 1) * idx.cw];
+        let reference = |node: u32, pair: &dyn Fn(u32, u32) -> f32| -> Vec<u32> {
+            let mut c: Vec<(f32, u32)> = (0..n as u32)
+                .filter(|&j| j != node)
+                .map(|j| (sq.query_distance(&forms[node as usize], code(j)), j))
+                .collect();
+            c.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            c.truncate(40);
+            let mut out: Vec<u32> = Vec::new();
+            let mut pruned = vec![false; c.len()];
+            for i in 0..c.len() {
+                if out.len() >= r || pruned[i] {
+                    continue;
+                }
+                out.push(c[i].1);
+                for j in i + 1..c.len() {
+                    if alpha * pair(c[i].1, c[j].1) as f64 <= c[j].0 as f64 {
+                        pruned[j] = true;
+                    }
+                }
+            }
+            out
+        };
+        let mut differ = 0;
+        with_graph!(idx, g => {
+            for node in (0..n as u32).step_by(7) {
+                let cands = |_: ()| -> Vec<(u32, u32)> {
+                    let mut c: Vec<(u32, u32)> = (0..n as u32)
+                        .filter(|&j| j != node)
+                        .map(|j| (g.d(&forms[node as usize], j), j))
+                        .collect();
+                    c.sort_unstable();
+                    c.truncate(40);
+                    c
+                };
+                let by_query = graph::robust_prune(&g, node, &mut cands(()), alpha, r, &|_| false, Some(&q));
+                let by_codes = graph::robust_prune(&g, node, &mut cands(()), alpha, r, &|_| false, None);
+                let want_query = reference(node, &|a, b| sq.query_distance(&forms[a as usize], code(b)));
+                let want_codes = reference(node, &|a, b| sq.code_distance(code(a), code(b)));
+                assert_eq!(by_query, want_query, "bits {bits} node {node}");
+                assert_eq!(by_codes, want_codes, "bits {bits} node {node}");
+                differ += (by_query != by_codes) as usize;
+            }
+        });
+        assert!(
+            differ > 0,
+            "bits {bits}: the pair scores never changed a prune"
+        );
+    }
+}
