@@ -21,7 +21,9 @@
 //!   (coordinate 0 most significant) interleave of 3 levels: encoding Morton-interleaves the
 //!   block once, then each lookup takes 9 consecutive bits of it; decoding's lookups emit
 //!   the coordinate bits interleaved, so a final Morton de-interleave yields the three
-//!   coordinates. Level-major over blocks of points, so each level is one gather loop.
+//!   coordinates. Level-major over blocks of points, so each level is one gather loop
+//!   (on the AVX-512 kernel, in 32-bit lanes: 16-lane dword gathers from `u16` copies of
+//!   the tables, 48 KiB each, instead of the compiler's two 8-lane gathers from `u32` ones).
 //! * Morton: magic-number bit spreads, vectorized. With AVX-512 VBMI, 3-D codes of uint8
 //!   coordinates of at most 6 bits (encode) and of at most 15 bits into uint8 (decode) are
 //!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers), rows
@@ -537,6 +539,9 @@ fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G
 struct H3 {
     full_enc: Vec<u32>,
     full_dec: Vec<u32>,
+    /// `full_*` as `u16` (48 KiB each, L1-sized), one padding entry at the end so a
+    /// 4-byte gather load of the last entry stays inside: for [`perm9::gather_level`].
+    full16: [Vec<u16>; 2],
     first_enc: [Vec<u32>; 3],
     first_dec: [Vec<u32>; 3],
 }
@@ -580,7 +585,13 @@ fn h3() -> &'static H3 {
         let (full_enc, full_dec) = build(3, states);
         let (e1, d1) = build(1, 1);
         let (e2, d2) = build(2, 1);
+        let narrow = |t: &[u32]| -> Vec<u16> {
+            let mut v: Vec<u16> = t.iter().map(|&e| u16::try_from(e).unwrap()).collect();
+            v.push(0);
+            v
+        };
         H3 {
+            full16: [narrow(&full_enc), narrow(&full_dec)],
             full_enc,
             full_dec,
             first_enc: [Vec::new(), e1, e2],
@@ -632,6 +643,23 @@ fn h3_walk<V: Word>(dec: bool, fast9: bool, nbits: u32, m: &[V], out: &mut [V], 
                 let m32 = std::slice::from_raw_parts(m.as_ptr() as *const u32, m.len());
                 let o32 = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u32, out.len());
                 perm9::first_level(m32, 3 * shift, o32, st, perm9::first_tables(dec));
+            }
+        }
+    }
+    // With AVX-512, the full levels by 16-lane dword gathers from the `u16` tables (the
+    // compiler's loop widens the indices to 64 bits: two 8-lane gathers from the `u32`
+    // tables, which do not fit L1).
+    #[cfg(target_arch = "x86_64")]
+    if fast9 && V::BITS == 32 {
+        let t16 = &t.full16[dec as usize];
+        while shift > 0 {
+            shift -= 3;
+            // SAFETY: V is u32 (the only 32-bit Word); `fast9` is set only on the AVX-512
+            // kernel; states come from the tables (below 48).
+            unsafe {
+                let m = std::slice::from_raw_parts(m.as_ptr() as *const u32, m.len());
+                let o = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u32, out.len());
+                perm9::gather_level(m, 3 * shift, o, st, t16);
             }
         }
     }
@@ -911,6 +939,53 @@ mod perm9 {
             let (b0, b1) = (t[0][i] as u32, t[1][i] as u32);
             *o = b0 | (b1 & 1) << 8;
             *s = b1 >> 1;
+        }
+    }
+
+    /// One full level of [`h3_walk`]: `out[k] = out[k] << 9 | payload`, `st[k]` = next
+    /// state, of the entry of `t` (a `u16` table of 48 states x 512 plus one padding entry)
+    /// at `st[k] << 9 | (m[k] >> sh) & 511`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F; every `st[k]` must be below 48.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn gather_level(
+        m: &[u32],
+        sh: u32,
+        out: &mut [u32],
+        st: &mut [u32],
+        t: &[u16],
+    ) {
+        let n = m.len();
+        assert!(out.len() == n && st.len() == n && t.len() > 48 << 9);
+        let cnt = _mm_cvtsi32_si128(sh as i32);
+        let mask = _mm512_set1_epi32(511);
+        let lo16 = _mm512_set1_epi32(0xFFFF);
+        let sm = _mm512_set1_epi32(SM as i32);
+        let base = t.as_ptr() as *const i32;
+        let mut k = 0;
+        while k + 16 <= n {
+            // SAFETY: k + 16 <= n = every slice's length; each index is below 48 * 512 and
+            // the 4-byte load at 2 * index stays inside `t` (its padding entry).
+            unsafe {
+                let x = _mm512_loadu_si512(m.as_ptr().add(k) as *const _);
+                let s = _mm512_loadu_si512(st.as_ptr().add(k) as *const _);
+                let o = _mm512_loadu_si512(out.as_ptr().add(k) as *const _);
+                let idx = _mm512_or_si512(
+                    _mm512_slli_epi32::<9>(s),
+                    _mm512_and_si512(_mm512_srl_epi32(x, cnt), mask),
+                );
+                let e = _mm512_and_si512(_mm512_i32gather_epi32::<2>(idx, base), lo16);
+                let o = _mm512_or_si512(_mm512_slli_epi32::<9>(o), _mm512_srli_epi32::<7>(e));
+                _mm512_storeu_si512(out.as_mut_ptr().add(k) as *mut _, o);
+                _mm512_storeu_si512(st.as_mut_ptr().add(k) as *mut _, _mm512_and_si512(e, sm));
+            }
+            k += 16;
+        }
+        for ((o, s), &x) in out[k..].iter_mut().zip(&mut st[k..]).zip(&m[k..]) {
+            let e = t[(*s << 9 | (x >> sh & 511)) as usize] as u32;
+            *o = *o << 9 | e >> SB;
+            *s = e & SM;
         }
     }
 
