@@ -477,7 +477,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     raw[8] = 5  # version 5 (this release reads 1 to 4)
     import zlib
 
-    raw[84:88] = zlib.crc32(bytes(raw[:84])).to_bytes(4, "little")
+    raw[84:88] = zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")).to_bytes(4, "little")
     (tmp_path / "c").write_bytes(bytes(raw))
     with pytest.raises(IndexFormatError, match="newer"):
         ann.BQGraphIndex.load(tmp_path / "c")
@@ -668,7 +668,7 @@ def _rewrite_crcs(raw: bytearray) -> bytes:
     import zlib
 
     struct.pack_into("<I", raw, 80, zlib.crc32(bytes(raw[128:])))
-    struct.pack_into("<I", raw, 84, zlib.crc32(bytes(raw[:84])))
+    struct.pack_into("<I", raw, 84, zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
     return bytes(raw)
 
 
@@ -678,8 +678,12 @@ def test_crafted_files_with_valid_checksums(tmp_path: Path) -> None:
     idx.save(p)
     raw = p.read_bytes()
     flipped = bytearray(raw)
-    flipped[100] ^= 1  # reserved header byte, outside the header CRC
+    flipped[100] ^= 1  # reserved header byte (inside the header CRC from version 4 on)
     (tmp_path / "r").write_bytes(bytes(flipped))
+    version = int.from_bytes(raw[8:12], "little")
+    with pytest.raises(IndexFormatError, match="header checksum" if version >= 4 else "reserved header bytes"):
+        ann.BQGraphIndex.load(tmp_path / "r")
+    (tmp_path / "r").write_bytes(_rewrite_crcs(bytearray(flipped)))
     with pytest.raises(IndexFormatError, match="reserved header bytes"):
         ann.BQGraphIndex.load(tmp_path / "r")
     neg = bytearray(raw)

@@ -157,7 +157,7 @@ def test_version_1_header_with_scalar_bits_is_refused(tmp_path: Path) -> None:
     raw = bytearray(path.read_bytes())
     raw[8:12] = struct.pack("<I", 1)
     raw[96:100] = bytes(4)  # the version-4 degree bound: reserved in version 1
-    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84])))
+    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
     path.write_bytes(bytes(raw))
     with pytest.raises(ordcore.IndexFormatError, match="needs format version 2"):
         ann.BQGraphIndex.load(path)

@@ -26,7 +26,7 @@ def _as_earlier_release(path: Path, version: int) -> None:
     assert struct.unpack_from("<I", raw, 8)[0] == 4
     raw[8:12] = struct.pack("<I", version)
     raw[96:100] = bytes(4)
-    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84])))
+    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
     path.write_bytes(bytes(raw))
 
 
@@ -120,3 +120,39 @@ def test_degree_of_the_wrong_type_is_refused(degree: object) -> None:
     idx.add(_clustered(50, 8, 9))
     with pytest.raises((TypeError, ordcore.InvalidArgumentError), match="degree"):
         idx.search(_clustered(2, 8, 10), degree=degree)  # type: ignore[arg-type]
+
+
+def test_the_degree_field_is_covered_by_the_header_checksum(tmp_path: Path) -> None:
+    """A version-4 file whose degree bound was changed (to another value in 1..R, which the
+    range check alone accepts) is refused as corrupted, not loaded with other results."""
+    idx = ann.BQGraphIndex(24, metric="l2", bits=4)
+    idx.add(_clustered(800, 24, 3))
+    path = tmp_path / "i.ordann"
+    idx.save(path)
+    raw = bytearray(path.read_bytes())
+    assert struct.unpack_from("<I", raw, 8)[0] == 4
+    assert struct.unpack_from("<I", raw, 96)[0] == idx.search_degree < idx.R
+    for patch in (idx.R, idx.search_degree ^ 1):
+        bad = bytearray(raw)
+        struct.pack_into("<I", bad, 96, patch)
+        (tmp_path / "bad.ordann").write_bytes(bytes(bad))
+        with pytest.raises(ordcore.IndexFormatError, match="header checksum"):
+            ann.BQGraphIndex.load(tmp_path / "bad.ordann")
+
+
+def test_compact_without_removals_orders_the_lists_of_an_old_file(tmp_path: Path) -> None:
+    """An index read from a file of an earlier release (unordered lists, no bound) gets its
+    order and bound from ``compact()`` even when nothing was removed, as from ``add``."""
+    x = _clustered(2000, 32, 4)
+    q = _clustered(40, 32, 5)
+    idx = ann.BQGraphIndex(32, metric="l2", bits=8)
+    idx.add(x)
+    path = tmp_path / "i.ordann"
+    idx.save(path)
+    _as_earlier_release(path, 3)
+    old = ann.BQGraphIndex.load(path)
+    assert old.search_degree == 0
+    old.compact()
+    assert old.search_degree == idx.search_degree
+    for ef in (10, 32):
+        np.testing.assert_array_equal(old.search(q, k=10, ef_search=ef)[0], idx.search(q, k=10, ef_search=ef)[0])

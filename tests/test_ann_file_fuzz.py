@@ -27,7 +27,7 @@ tmp = tempfile.mkdtemp()
 
 def crcs(b):
     b[80:84] = struct.pack("<I", zlib.crc32(bytes(b[128:])))
-    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84])))
+    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84]) + (bytes(b[88:128]) if int.from_bytes(b[8:12], "little") >= 4 else b"")))
 
 # Seed files: every metric, every code width, rotation on and off, removed nodes; format
 # version 1 (1/2-bit codes, float32 store), 2 (compact rerank stores; 4/8-bit files of
@@ -68,7 +68,7 @@ assert struct.unpack_from("<I", old, 8)[0] == 4
 old[8:12] = struct.pack("<I", 2)
 old[96:100] = bytes(4)
 old[80:84] = struct.pack("<I", zlib.crc32(bytes(old[128:])))
-old[84:88] = struct.pack("<I", zlib.crc32(bytes(old[:84])))
+old[84:88] = struct.pack("<I", zlib.crc32(bytes(old[:84]) + (bytes(old[88:128]) if int.from_bytes(old[8:12], "little") >= 4 else b"")))
 with open(os.path.join(tmp, "old.ordann"), "wb") as f:
     f.write(old)
 assert ann.BQGraphIndex.load(os.path.join(tmp, "old.ordann")).search_degree == 0

@@ -729,7 +729,7 @@ def choose_codes(
         return CodeChoice(
             bits=8, rotation=rot, target=target, base=base, sample=0, estimates={},
             reason=(
-                f"8 bits{' with rotation=hadamard' if rot else ''}: {min(n, base)} rows are "
+                f"8 bits{' with rotation=hadamard' if rot else ''}: {min(n, base)} row{'s are' if min(n, base) != 1 else ' is'} "
                 f"too few to estimate recall@{k} (fewer than {max(_FITNESS_MIN_ROWS, k + 1)}), "
                 "so the most accurate code"
             ),
@@ -750,7 +750,7 @@ def choose_codes(
             for (cb, cr), ce in zip(configs[: configs.index((b, r))], est)
         ]
         reason = (
-            f"{b} bits{' with rotation=hadamard' if r else ''}: the cheapest code whose "
+            f"{b} bit{'s' if b != 1 else ''}{' with rotation=hadamard' if r else ''}: the cheapest code whose "
             f"estimated recall@{k} at ef_search={max(_CHOICE_DEPTH, k)} ({_fmt(e)}) reaches the target "
             f"{target:g} ({where}"
             + (f"; cheaper codes: {', '.join(cheaper)}" if cheaper else "")
@@ -1411,7 +1411,10 @@ class BQGraphIndex:
         the noise (+-4 %). 1- and 2-bit indexes, and indexes loaded from
         files written before the lists were ordered, expand every neighbour by default
         (their lists are in construction order; an explicit ``degree`` takes their first
-        entries all the same). ``degree >= R`` expands every neighbour.
+        entries all the same). ``degree >= R`` expands every neighbour. A very small
+        ``degree`` (1, 2) can leave the walk with fewer than ``rerank_k`` candidates; such a
+        query then falls back to the exact scan of the live vectors, as after heavy
+        removals (exact, at the cost of a scan), so recall need not fall with ``degree``.
 
         Filtered search: ``filter`` restricts the results to allowed ids, given as
 
@@ -1536,7 +1539,9 @@ class BQGraphIndex:
 
         With ``mmap=True`` the float vectors stay memory-mapped from the file (they are only
         read to rerank), so resident memory is about codes plus graph; the checksum is still
-        verified once.
+        verified once. The mapped file must not be truncated or rewritten in place while the
+        index lives (the operating system then stops the process with SIGBUS, as for any
+        memory map); :meth:`save` over it is safe (it writes a new file and renames it).
 
         Raises
         ------

@@ -508,14 +508,16 @@ def build_parser() -> argparse.ArgumentParser:
                    default="float32", help="element type of the vectors the exact rerank reads")
     p.add_argument("--bits", choices=["auto", "1", "2", "4", "8"], default="auto",
                    help="code bits per dimension (auto: the cheapest code estimated to reach "
-                        "recall@10 0.97 on the data; 2: sign + magnitude, 1: sign, "
+                        "recall@10 0.97 on the data, 8 bits over 4 when its hot path is "
+                        "within 25%%; 2: sign + magnitude, 1: sign, "
                         "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=None,
                    help="max degree R of the graph (default 64; with 4/8-bit codes, chosen "
                         "or given, 56 below 64 dimensions)")
     p.add_argument("--L-build", type=_positive_int, default=None,
                    help="build beam width L (default 128; with 4/8-bit codes 64 below 64 "
-                        "dimensions)")
+                        "dimensions; with --bits auto and fewer than 50,000 rows 64, or 48 "
+                        "for 4/8-bit codes below 64 dimensions)")
     p.add_argument("--alpha", type=float, default=1.2, help="RobustPrune alpha (>= 1)")
     p.add_argument("--rotation", choices=["auto", "none", "hadamard"], default="auto",
                    help="hadamard: center and rotate first (for Euclidean-native data); "

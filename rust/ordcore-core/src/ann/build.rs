@@ -654,6 +654,11 @@ impl BQGraphIndex {
     /// removed neighbour is re-pruned over its live neighbours and theirs) and drops them.
     pub fn compact(&mut self) -> Result<()> {
         if self.n_deleted == 0 {
+            // Nothing to repair; lists read from a file of versions 1-3 still get their
+            // order (and the degree bound), as after every other compaction.
+            if self.search_degree == 0 && self.params.bits > 2 {
+                return self.order_lists();
+            }
             return Ok(());
         }
         let r = self.params.r;

@@ -30,7 +30,7 @@
 //! 64      8     u64 code_dim (dim, or the padded dimension under rotation)
 //! 72      8     u64 payload length in bytes
 //! 80      4     u32 CRC-32 (IEEE) of the payload
-//! 84      4     u32 CRC-32 of bytes 0..84
+//! 84      4     u32 CRC-32 of bytes 0..84 (version 4: of bytes 0..84 and 88..128)
 //! 88      8     version 3: u64 metadata length in bytes; versions 1 and 2: reserved (0)
 //! 96      4     version 4: u32 search-time degree bound D (1..=R); earlier: reserved (0)
 //! 100     28    reserved (0)
@@ -56,6 +56,18 @@ use crate::{Error, Result};
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
 /// The newest version this release reads and writes.
 pub const VERSION: u32 = 4;
+
+/// The header checksum stored at bytes 84..88: CRC-32 of bytes 0..84, and from version 4 on
+/// also of bytes 88..128 (metadata length, degree bound, reserved), so that every header byte
+/// a version reads is covered.
+fn header_crc(h: &[u8], version: u32) -> u32 {
+    let mut c = crc32fast::Hasher::new();
+    c.update(&h[..84]);
+    if version >= 4 {
+        c.update(&h[88..HEADER]);
+    }
+    c.finalize()
+}
 
 /// The version `save` writes for an index of `bits`, rerank store `dtype`, `meta_len` bytes
 /// of metadata and search-time degree bound `degree` (0: none).
@@ -231,7 +243,7 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         h[80..84].copy_from_slice(&payload_crc.to_le_bytes());
         h[88..96].copy_from_slice(&(meta.len() as u64).to_le_bytes());
         h[96..100].copy_from_slice(&index.search_degree.to_le_bytes());
-        let hc = crc32fast::hash(&h[..84]);
+        let hc = header_crc(&h, version);
         h[84..88].copy_from_slice(&hc.to_le_bytes());
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&h)?;
@@ -309,7 +321,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
         )));
     }
     let version = u32_at(b, 8);
-    if crc32fast::hash(&b[..84]) != u32_at(b, 84) {
+    if header_crc(b, version) != u32_at(b, 84) {
         return Err(fmt_err(format!(
             "{name}: header checksum mismatch (corrupted header)"
         )));
