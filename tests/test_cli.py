@@ -102,6 +102,39 @@ def test_index_build_search_eval_info(
     assert "l2" in capsys.readouterr().out
 
 
+def test_index_degree_option_and_info(
+    tmp_path: Path,
+    vectors: tuple[Path, Path, np.ndarray, np.ndarray],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--degree`` reaches ``search(degree=)`` in ``index search`` and ``index eval``, and
+    ``index info`` prints the search-time degree bound."""
+    base_path, query_path, base, queries = vectors
+    index_path = tmp_path / "x.ordann"
+    assert main(["index", "build", str(base_path), "-o", str(index_path), "--metric", "l2",
+                 "--bits", "8", "--R", "16", "--L-build", "32", "-q"]) == 0
+    index = ann.BQGraphIndex.load(index_path)
+    assert index.search_degree > 0
+    capsys.readouterr()
+    assert main(["index", "search", str(index_path), str(query_path), "-k", "5", "--ef-search", "8",
+                 "--degree", "3", "-o", str(tmp_path / "r.npz")]) == 0
+    want = index.search(queries, k=5, ef_search=8, degree=3)
+    with np.load(tmp_path / "r.npz") as r:
+        np.testing.assert_array_equal(r["ids"], want[0])
+    capsys.readouterr()
+    assert main(["index", "eval", str(index_path), str(query_path), "--exact", str(base_path),
+                 "-k", "5", "--ef-search", "8", "--degree", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    truth, _ = ann.exact_search(base, queries, 5, metric="l2")
+    assert report["results"][0]["recall"] == pytest.approx(ann.recall_at_k(want[0], truth))
+    assert main(["index", "info", str(index_path)]) == 0
+    assert f"search_degree   {index.search_degree}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["index", "search", str(index_path), str(query_path), "--degree", "0"])
+    assert exc.value.code == 2
+    assert "--degree" in capsys.readouterr().err
+
+
 def test_pack_and_scan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "l.txt").write_text("\n".join(str(v) for v in [5, 3, 8, 2, 9, 1] * 20))
     assert main(["pack", str(tmp_path / "l.txt"), "--max-len", "10", "-o",

@@ -139,7 +139,8 @@ def _cmd_index_search(args: argparse.Namespace) -> int:
         _check_output("-o", args.output)
     index = _load_index(args.index)
     Q = read_vectors(args.queries)
-    ids, dists = index.search(Q, k=args.k, ef_search=args.ef_search, num_threads=args.threads)
+    ids, dists = index.search(Q, k=args.k, ef_search=args.ef_search, num_threads=args.threads,
+                              degree=args.degree)
     if args.output:
         np.savez(args.output, ids=ids, distances=dists)
         print(f"wrote ids and distances {ids.shape} to {args.output}")
@@ -177,7 +178,8 @@ def _cmd_index_eval(args: argparse.Namespace) -> int:
     rows = []
     for ef in args.ef_search:
         t0 = time.perf_counter()
-        found, _ = index.search(Q, k=args.k, ef_search=ef, num_threads=args.threads)
+        found, _ = index.search(Q, k=args.k, ef_search=ef, num_threads=args.threads,
+                                degree=args.degree)
         elapsed = time.perf_counter() - t0
         rows.append(
             {"ef_search": ef, "recall": ann.recall_at_k(found, truth), "qps": len(Q) / elapsed}
@@ -198,7 +200,8 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     index = _load_index(args.index)
     print(f"{'file':<16}{args.index}")
     print(f"{'vectors':<16}{len(index):,}")
-    for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed", "rerank_dtype"):
+    for key in ("dim", "metric", "bits", "R", "L_build", "alpha", "rotation", "seed", "rerank_dtype",
+                "search_degree"):
         print(f"{key:<16}{getattr(index, key)}")
     if index.choice is not None:
         print(f"{'choice':<16}{index.choice['reason']}")
@@ -535,6 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=_positive_int, default=10, help="neighbours per query")
     p.add_argument("--ef-search", type=_positive_int, default=64,
                    help="search beam width (raised to k if smaller)")
+    p.add_argument("--degree", type=_positive_int, default=None,
+                   help="neighbours expanded per node (default: automatic, "
+                        "max(search_degree, 3 * beam) for 4/8-bit codes, all for 1/2-bit)")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads (default: all cores)")
     p.add_argument("-o", "--output", help="write ids and distances to this .npz")
@@ -549,6 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=_positive_int, default=10, help="k of recall@k")
     p.add_argument("--ef-search", type=_int_list, default="16,32,64,128",
                    help="comma-separated ef_search values to sweep")
+    p.add_argument("--degree", type=_positive_int, default=None,
+                   help="neighbours expanded per node (default: automatic, "
+                        "max(search_degree, 3 * beam) for 4/8-bit codes, all for 1/2-bit)")
     p.add_argument("--threads", type=_positive_int, default=None,
                    help="threads (default: all cores)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
