@@ -15,6 +15,8 @@ import ordcore
 from ordcore import ann
 from ordcore.errors import DTypeError, IndexFormatError, InvalidArgumentError
 
+from ann_header import set_header_crc
+
 
 def _gauss(n: int, d: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
@@ -475,9 +477,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     idx.save(tmp_path / "b")
     raw = bytearray((tmp_path / "b").read_bytes())
     raw[8] = 5  # version 5 (this release reads 1 to 4)
-    import zlib
-
-    raw[84:88] = zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")).to_bytes(4, "little")
+    set_header_crc(raw)
     (tmp_path / "c").write_bytes(bytes(raw))
     with pytest.raises(IndexFormatError, match="newer"):
         ann.BQGraphIndex.load(tmp_path / "c")
@@ -668,7 +668,7 @@ def _rewrite_crcs(raw: bytearray) -> bytes:
     import zlib
 
     struct.pack_into("<I", raw, 80, zlib.crc32(bytes(raw[128:])))
-    struct.pack_into("<I", raw, 84, zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
+    set_header_crc(raw)
     return bytes(raw)
 
 

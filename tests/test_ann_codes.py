@@ -14,6 +14,8 @@ import pytest
 import ordcore
 from ordcore import ann
 
+from ann_header import set_header_crc
+
 
 def _clustered(n: int, d: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
@@ -148,8 +150,6 @@ def test_binary_code_files_stay_version_1(tmp_path: Path, bits: int) -> None:
 
 
 def test_version_1_header_with_scalar_bits_is_refused(tmp_path: Path) -> None:
-    import zlib
-
     idx = ann.BQGraphIndex(16, bits=4)
     idx.add(_clustered(100, 16, 5))
     path = tmp_path / "i.ordann"
@@ -157,7 +157,7 @@ def test_version_1_header_with_scalar_bits_is_refused(tmp_path: Path) -> None:
     raw = bytearray(path.read_bytes())
     raw[8:12] = struct.pack("<I", 1)
     raw[96:100] = bytes(4)  # the version-4 degree bound: reserved in version 1
-    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
+    set_header_crc(raw)
     path.write_bytes(bytes(raw))
     with pytest.raises(ordcore.IndexFormatError, match="needs format version 2"):
         ann.BQGraphIndex.load(path)

@@ -4,7 +4,6 @@ neighbour lists of 4- and 8-bit indexes that it reads (format version 4)."""
 from __future__ import annotations
 
 import struct
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,8 @@ import pytest
 
 import ordcore
 from ordcore import ann
+
+from ann_header import set_header_crc
 
 
 def _clustered(n: int, d: int, seed: int) -> np.ndarray:
@@ -26,7 +27,7 @@ def _as_earlier_release(path: Path, version: int) -> None:
     assert struct.unpack_from("<I", raw, 8)[0] == 4
     raw[8:12] = struct.pack("<I", version)
     raw[96:100] = bytes(4)
-    raw[84:88] = struct.pack("<I", zlib.crc32(bytes(raw[:84]) + (bytes(raw[88:128]) if int.from_bytes(raw[8:12], "little") >= 4 else b"")))
+    set_header_crc(raw)
     path.write_bytes(bytes(raw))
 
 

@@ -25,6 +25,8 @@ from ordcore.errors import (
     UnknownIdError,
 )
 
+from ann_header import set_header_crc
+
 
 def _gauss(n: int, d: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
@@ -332,19 +334,19 @@ _GIB = 2**30
 
 def _craft_header(path: Path, patch: dict[int, bytes]) -> None:
     """Overwrites header bytes of an index file at the given offsets and recomputes the
-    header checksum (bytes 84..88: CRC-32 of bytes 0..84, from version 4 on also of 88..128)."""
+    header checksum (bytes 84..88, `ann_header.header_crc`)."""
     b = bytearray(path.read_bytes())
     for off, val in patch.items():
         b[off : off + len(val)] = val
-    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84]) + (bytes(b[88:128]) if int.from_bytes(b[8:12], "little") >= 4 else b"")))
+    set_header_crc(b)
     path.write_bytes(bytes(b))
 
 
 def _with_checksums(b: bytearray) -> bytes:
     """``b`` (an index file) with both CRC-32s recomputed: payload (bytes 80..84) and header
-    (bytes 84..88, over bytes 0..84)."""
+    (bytes 84..88, `ann_header.header_crc`)."""
     b[80:84] = struct.pack("<I", zlib.crc32(bytes(b[128:])))
-    b[84:88] = struct.pack("<I", zlib.crc32(bytes(b[:84]) + (bytes(b[88:128]) if int.from_bytes(b[8:12], "little") >= 4 else b"")))
+    set_header_crc(b)
     return bytes(b)
 
 

@@ -193,29 +193,18 @@ impl ScalarCodes<'_> {
     }
 }
 
-/// A key of `v` whose integer order is `f32::total_cmp`'s.
-#[inline(always)]
-fn total_key(v: f32) -> u32 {
-    let b = v.to_bits();
-    if b >> 31 == 1 {
-        !b
-    } else {
-        b | 1 << 31
-    }
-}
-
 /// Of `scores` without entry `skip`: the `depth`-th smallest value (`1 <= depth <
 /// scores.len()`, in `f32::total_cmp` order) and how many entries are below it and equal to
-/// it (`<` and `==`). One pass keeps the `depth` smallest keys in a max-heap (most entries
-/// fail one comparison with its top), a second counts; the same figures as a selection over
-/// a copy, without the copy.
+/// it (`<` and `==`). One pass keeps the `depth` smallest keys ([`sq::key_of`], ordered as
+/// `total_cmp`) in a max-heap (most entries fail one comparison with its top), a second
+/// counts; the same figures as a selection over a copy, without the copy.
 fn kth_smallest(scores: &[f32], skip: usize, depth: usize) -> (f32, usize, usize) {
     let mut heap = std::collections::BinaryHeap::with_capacity(depth + 1);
     let mut rest = scores
         .iter()
         .enumerate()
         .filter(|&(j, _)| j != skip)
-        .map(|(_, &s)| total_key(s));
+        .map(|(_, &s)| sq::key_of(s));
     heap.extend(rest.by_ref().take(depth));
     let mut top = heap.peek().copied().unwrap_or(u32::MAX);
     for key in rest {
@@ -226,11 +215,7 @@ fn kth_smallest(scores: &[f32], skip: usize, depth: usize) -> (f32, usize, usize
             top = heap.peek().copied().unwrap_or(u32::MAX);
         }
     }
-    let kth = f32::from_bits(if top >> 31 == 1 {
-        top & !(1 << 31)
-    } else {
-        !top
-    });
+    let kth = sq::value_of(top);
     // Counted over every entry (a loop the compiler vectorizes), then `skip` taken out.
     let below = scores.iter().filter(|&&s| s < kth).count() - (scores[skip] < kth) as usize;
     let tied = scores.iter().filter(|&&s| s == kth).count() - (scores[skip] == kth) as usize;
