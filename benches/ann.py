@@ -123,10 +123,10 @@ class Runner:
 
 class Ordcore(Runner):
     def __init__(self, x: np.ndarray, metric: str, bits: int | str, rotation: str | None,
-                 rerank_dtype: str = "float32", build: tuple[int, int] | None = None) -> None:
+                 rerank_dtype: str = "auto", build: tuple[int, int] | None = None) -> None:
         tag = "" if build is None else f" R{build[0]}/L{build[1]}"
         self.name = f"ordcore bits={bits}" + (" +rot" if rotation else "") + (
-            f" {rerank_dtype}" if rerank_dtype != "float32" else "") + tag
+            f" {rerank_dtype}" if rerank_dtype not in ("float32", "auto") else "") + tag
         R, L_build = (None, None) if build is None else build
         self.idx = ann.BQGraphIndex(x.shape[1], metric=metric, bits=bits, rotation=rotation,  # type: ignore[arg-type]
                                     rerank_dtype=rerank_dtype, R=R, L_build=L_build)  # type: ignore[arg-type]
@@ -136,7 +136,8 @@ class Ordcore(Runner):
             warnings.simplefilter("ignore")  # the bench also runs unfit settings on purpose
             self.build_s, _ = timed(lambda: self.idx.add(x, num_threads=THREADS))
         if bits == "auto":  # name the pick
-            self.name = f"ordcore auto: {self.idx.bits}" + (" +rot" if self.idx.rotation else "") + tag
+            self.name = f"ordcore auto: {self.idx.bits}" + (" +rot" if self.idx.rotation else "") + (
+                f" {self.idx.rerank_dtype}" if self.idx.rerank_dtype != "float32" else "") + tag
         m = self.idx.memory_usage()
         self.hot = m["codes"] + m["graph"]
         self.total = self.hot + m["float_vectors"]

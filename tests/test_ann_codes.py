@@ -259,3 +259,101 @@ def test_float16_store_refuses_values_it_cannot_hold() -> None:
         idx.add(x)
     assert len(idx) == 0
     ann.BQGraphIndex(4, metric="l2", rerank_dtype="bfloat16").add(x)
+
+
+def _integer_rows(n: int, d: int, seed: int) -> np.ndarray:
+    """Clustered rows of small integer counts (as SIFT's): every value a float16 value."""
+    return np.clip(np.rint(_clustered(n, d, seed) * 20 + 60), 0, 255).astype(np.float32)
+
+
+def test_auto_rerank_store_is_float16_only_when_it_holds_the_rows_exactly(tmp_path: Path) -> None:
+    """``rerank_dtype="auto"`` (the default) with ``bits="auto"``: float16 for rows whose
+    values are all float16 values, with the ids and distances of a float32 store; float32
+    otherwise, under cosine and with an explicit ``bits``; a later add of other values widens
+    the store to float32 first, so the results stay those of a float32 store."""
+    data = _integer_rows(3100, 32, 3)
+    x, q = data[:3000], data[3000:]
+    idx = ann.BQGraphIndex(32, metric="l2")
+    assert idx.rerank_dtype == "auto"
+    idx.add(x)
+    choice = idx.choice
+    assert choice is not None and choice["rerank_dtype"] == idx.rerank_dtype == "float16"
+    assert "rerank store float16" in choice["reason"]
+    ref = ann.BQGraphIndex(32, metric="l2", bits=idx.bits, rotation=idx.rotation,
+                           R=idx.R, L_build=idx.L_build, rerank_dtype="float32")
+    ref.add(x)
+    assert idx.memory_usage()["float_vectors"] * 2 == ref.memory_usage()["float_vectors"]
+    for ef in (10, 40):
+        got, want = idx.search(q, 10, ef_search=ef), ref.search(q, 10, ef_search=ef)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    # Saved and loaded, the pick and its widening carry over.
+    path = tmp_path / "auto16.ordann"
+    idx.save(path)
+    back = ann.BQGraphIndex.load(path)
+    assert back.rerank_dtype == "float16" and back.choice == choice
+    more = x[:50] + np.float32(0.1)  # 60.1 and the like are not float16 values
+    more[0, 0] = 1e6  # beyond float16's range: a float16 store would refuse the row
+    for index in (idx, back):
+        index.add(more)
+        assert index.rerank_dtype == "float32" and index.choice is not None
+        assert index.choice["rerank_dtype"] == "float32"
+        assert "widened to float32" in index.choice["reason"]
+    ref.add(more)
+    for index in (idx, back):
+        got, want = index.search(q, 10, ef_search=40), ref.search(q, 10, ef_search=40)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    idx.save(path)
+    assert ann.BQGraphIndex.load(path).rerank_dtype == "float32"
+    # Float16 values added later keep the float16 store.
+    keep = ann.BQGraphIndex(32, metric="l2")
+    keep.add(x[:2000])
+    keep.add(x[2000:])
+    assert keep.rerank_dtype == "float16"
+    # Other values, cosine, an explicit bits or rerank_dtype: float32 / as given.
+    assert _auto_store(x + np.float32(0.1), "l2") == "float32"
+    assert _auto_store(x, "cosine") == "float32"
+    assert _auto_store(x, "l2", bits=8) == "float32"
+    assert _auto_store(x, "l2", rerank_dtype="int8") == "int8"
+
+
+def _auto_store(x: np.ndarray, metric: str, **kw: object) -> str:
+    idx = ann.BQGraphIndex(x.shape[1], metric=metric, **kw)  # type: ignore[arg-type]
+    idx.add(x)
+    if idx.choice is not None:
+        assert idx.choice.get("rerank_dtype", idx.rerank_dtype) == idx.rerank_dtype
+    return idx.rerank_dtype
+
+
+def test_index_files_before_the_automatic_rerank_store_load(tmp_path: Path) -> None:
+    """A saved choice without ``rerank_dtype`` (files written before it) loads, and keeps its
+    store on later adds; a choice naming another store than the file's, or a pending choice
+    with an unknown one, is an ``IndexFormatError``."""
+    import json
+
+    x = _integer_rows(1500, 16, 4)
+    idx = ann.BQGraphIndex(16, metric="l2")
+    idx.add(x)
+    meta = json.loads(idx._inner.meta())
+    del meta["choice"]["rerank_dtype"]
+    old = ann.BQGraphIndex(16, metric="l2", bits=idx.bits, rotation=idx.rotation,
+                           rerank_dtype="float16")
+    old.add(x)
+    old._inner.set_meta(json.dumps(meta))
+    path = tmp_path / "old.ordann"
+    old.save(path)
+    back = ann.BQGraphIndex.load(path)
+    assert back.choice is not None and "rerank_dtype" not in back.choice
+    back.add(x[:10] + np.float32(0.1))
+    assert back.rerank_dtype == "float16"  # not an automatic pick: rounded, as asked
+    for bad in ({**meta, "choice": {**meta["choice"], "rerank_dtype": "float32"}},
+                {"pending": {"rotation": "auto", "rerank_dtype": "float64"}}):
+        target = ann.BQGraphIndex(16, metric="l2", bits=idx.bits, rotation=idx.rotation,
+                                  rerank_dtype="float16")
+        if "choice" in bad:
+            target.add(x)
+        target._inner.set_meta(json.dumps(bad))
+        target.save(path)
+        with pytest.raises(ordcore.IndexFormatError, match="old.ordann"):
+            ann.BQGraphIndex.load(path)

@@ -507,8 +507,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="index file to write")
     p.add_argument("--metric", choices=["cosine", "ip", "l2"], default="cosine",
                    help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
-    p.add_argument("--rerank-dtype", choices=["float32", "float16", "bfloat16", "int8"],
-                   default="float32", help="element type of the vectors the exact rerank reads")
+    p.add_argument("--rerank-dtype", choices=["auto", "float32", "float16", "bfloat16", "int8"],
+                   default="auto", help="element type of the vectors the exact rerank reads "
+                                        "(auto: float16 when it holds the data exactly, with "
+                                        "--bits auto; else float32)")
     p.add_argument("--bits", choices=["auto", "1", "2", "4", "8"], default="auto",
                    help="code bits per dimension (auto: the cheapest code estimated to reach "
                         "recall@10 0.97 on the data, 8 bits over 4 when its hot path is "

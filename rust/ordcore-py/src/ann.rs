@@ -270,6 +270,13 @@ impl PyBQGraphIndex {
         run(py, Some(1), move || wr(inner).remove(s))
     }
 
+    /// Replaces a float16 / bfloat16 rerank store by a float32 one with the same values.
+    fn widen_rerank_store(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = &self.inner;
+        let _busy = self.busy.enter()?;
+        run(py, Some(1), move || wr(inner).widen_rerank_store())
+    }
+
     #[pyo3(signature = (num_threads=None))]
     fn compact(&self, py: Python<'_>, num_threads: Option<usize>) -> PyResult<()> {
         let inner = &self.inner;

@@ -223,6 +223,31 @@ impl BQGraphIndex {
             (dtype != RerankDtype::Float32).then(|| CompactRows::new(dtype, self.params.dim));
         Ok(())
     }
+    /// Replaces a float16 or bfloat16 rerank store by a float32 one holding the same values
+    /// (both convert to float32 exactly, so every distance and result stays the same); a
+    /// float32 store is left as it is. For an index whose store was picked because it holds
+    /// the data exactly, once rows it cannot hold exactly arrive. Refuses int8 (its rows are
+    /// not the values added).
+    pub fn widen_rerank_store(&mut self) -> Result<()> {
+        let Some(c) = self.compact.as_ref() else {
+            return Ok(());
+        };
+        ensure!(
+            matches!(c.dtype, RerankDtype::Float16 | RerankDtype::Bfloat16),
+            "rerank_dtype",
+            "only a float16 or bfloat16 store widens to float32 exactly, not {}",
+            c.dtype.name()
+        );
+        let (n, dim) = (self.n_nodes(), self.params.dim);
+        crate::memory::ensure_array::<f32>("rerank_dtype", n as u128 * dim as u128)?;
+        let mut rows = vec![0f32; n * dim];
+        for (i, out) in rows.chunks_exact_mut(dim.max(1)).enumerate() {
+            c.decode(i, out);
+        }
+        self.vectors = Vectors::Owned(rows);
+        self.compact = None;
+        Ok(())
+    }
     /// Row `i` of the rerank store as float32: a view of the float32 store, or decoded into
     /// `buf` (length `dim`) from a compact one.
     #[inline]

@@ -587,3 +587,41 @@ fn scalar_prunes_score_pairs_with_the_query_form() {
         );
     }
 }
+
+#[test]
+fn widening_a_half_precision_store_keeps_every_result() {
+    use super::store::RerankDtype;
+    // Rows of float16 / bfloat16 values (integers up to 256), so that the half-precision
+    // stores hold them exactly.
+    let x: Vec<f32> = gauss(800, 16, 7)
+        .iter()
+        .map(|v| (v * 40.0).round())
+        .collect();
+    let q: Vec<f32> = gauss(20, 16, 8).iter().map(|v| v * 40.0).collect();
+    let p = Params {
+        bits: 8,
+        ..params(16, Metric::L2)
+    };
+    let mut want = BQGraphIndex::new(p.clone()).unwrap();
+    want.add(&x, None, None).unwrap();
+    let want = want.search(&q, 10, 24, true, None).unwrap();
+    for dtype in [RerankDtype::Float16, RerankDtype::Bfloat16] {
+        let mut idx = BQGraphIndex::new(p.clone()).unwrap();
+        idx.set_rerank_dtype(dtype).unwrap();
+        idx.add(&x, None, None).unwrap();
+        assert_eq!(idx.memory_usage().2, 800 * 16 * 2);
+        idx.widen_rerank_store().unwrap();
+        assert_eq!(idx.rerank_dtype(), RerankDtype::Float32);
+        assert_eq!(idx.memory_usage().2, 800 * 16 * 4);
+        assert_eq!(idx.search(&q, 10, 24, true, None).unwrap(), want);
+        // A float32 store is left as it is.
+        idx.widen_rerank_store().unwrap();
+        assert_eq!(idx.search(&q, 10, 24, true, None).unwrap(), want);
+    }
+    let mut idx = BQGraphIndex::new(p).unwrap();
+    idx.set_rerank_dtype(RerankDtype::Int8).unwrap();
+    idx.add(&x, None, None).unwrap();
+    let err = idx.widen_rerank_store().unwrap_err();
+    assert!(err.to_string().contains("int8"), "{err}");
+    assert_eq!(idx.rerank_dtype(), RerankDtype::Int8);
+}
