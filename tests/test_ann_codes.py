@@ -318,6 +318,30 @@ def test_auto_rerank_store_is_float16_only_when_it_holds_the_rows_exactly(tmp_pa
     assert _auto_store(x, "l2", rerank_dtype="int8") == "int8"
 
 
+def test_auto_rerank_store_takes_bfloat16_for_bfloat16_values() -> None:
+    """Rows of bfloat16 values that float16 cannot hold (embeddings shipped as bfloat16)
+    get a bfloat16 store with the results of a float32 one; other values widen it."""
+    x = (_clustered(2600, 24, 5) * 1e-3).view(np.uint32) & np.uint32(0xFFFF0000)
+    x = x.view(np.float32)
+    x[0, 0] = 2.0**17  # a bfloat16 value beyond float16's range
+    x, q = x[:2500], x[2500:]
+    assert not ann._holds_exactly("float16", x)
+    idx = ann.BQGraphIndex(24, metric="ip")
+    idx.add(x)
+    assert idx.rerank_dtype == "bfloat16" and idx.choice is not None
+    assert idx.choice["rerank_dtype"] == "bfloat16"
+    ref = ann.BQGraphIndex(24, metric="ip", bits=idx.bits, rotation=idx.rotation,
+                           R=idx.R, L_build=idx.L_build, rerank_dtype="float32")
+    ref.add(x)
+    more = q + np.float32(1e-7)
+    for index in (idx, ref):
+        index.add(more)
+    assert idx.rerank_dtype == "float32" and "bfloat16 does not hold" in idx.choice["reason"]
+    got, want = idx.search(q, 10, ef_search=40), ref.search(q, 10, ef_search=40)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
 def _auto_store(x: np.ndarray, metric: str, **kw: object) -> str:
     idx = ann.BQGraphIndex(x.shape[1], metric=metric, **kw)  # type: ignore[arg-type]
     idx.add(x)

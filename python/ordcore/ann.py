@@ -866,26 +866,34 @@ RerankDtype = Literal["float32", "float16", "bfloat16", "int8"]
 _RERANK_DTYPES = ("float32", "float16", "bfloat16", "int8")
 
 
-def _float16_exact(a: npt.NDArray[np.float32]) -> bool:
-    """Whether every value of ``a`` is a float16 value (so a float16 store holds it exactly)."""
+def _holds_exactly(dtype: str, a: npt.NDArray[np.float32]) -> bool:
+    """Whether a ``dtype`` (float16 or bfloat16) rerank store holds every value of ``a``
+    exactly: float16 values (integers up to 2048 among them), or float32 values whose low
+    16 bits are zero (bfloat16 values)."""
+    if dtype == "bfloat16":
+        return bool(np.isfinite(a).all() and not (a.view(np.uint32) & 0xFFFF).any())
     with np.errstate(over="ignore", invalid="ignore"):
         return bool(np.array_equal(a.astype(np.float16).astype(np.float32), a))
 
 
 def _lossless_rerank_dtype(a: npt.NDArray[np.float32], metric: str) -> tuple[str, str]:
     """The rerank store ``rerank_dtype="auto"`` picks for an index whose first ``add`` has the
-    rows ``a``, and why: float16 when it holds every value exactly (integer data such as SIFT's
-    0-255 counts, embeddings shipped as float16), so that every exact distance and result is
-    that of a float32 store, at half its memory and with fewer cache misses per rerank; else
-    float32. Under cosine the stored rows are the normalized ones, which are not float16
-    values: float32."""
-    if metric != "cosine" and _float16_exact(a):
-        return "float16", (
-            "rerank store float16: it holds every value of these rows exactly, so the "
-            "results of a float32 store at half its memory"
-        )
+    rows ``a``, and why: float16, else bfloat16, when it holds every value exactly (integer
+    data such as SIFT's 0-255 counts, embeddings shipped as float16 or bfloat16), so that
+    every exact distance and result is that of a float32 store, at half its memory and with
+    fewer cache misses per rerank; else float32. Under cosine the stored rows are the
+    normalized ones, which are neither: float32."""
+    if metric != "cosine":
+        for dtype in ("float16", "bfloat16"):
+            if _holds_exactly(dtype, a):
+                return dtype, (
+                    f"rerank store {dtype}: it holds every value of these rows exactly, so "
+                    "the results of a float32 store at half its memory"
+                )
     why = "normalized rows" if metric == "cosine" else "these rows"
-    return "float32", f"rerank store float32: float16 does not hold the {why} exactly"
+    return "float32", (
+        f"rerank store float32: neither float16 nor bfloat16 holds the {why} exactly"
+    )
 
 
 def _check_rerank_dtype(dtype: object) -> str:
@@ -998,12 +1006,13 @@ class BQGraphIndex:
     rerank_dtype : {"auto", "float32", "float16", "bfloat16", "int8"}
         ``"auto"`` (default): with ``bits="auto"``, picked with the codes on the first
         non-empty ``add`` and recorded in :attr:`choice` (``"rerank_dtype"``, with the reason):
-        float16 when it holds every value of those rows exactly (integer-valued data such as
-        SIFT's, or embeddings shipped as float16; not under cosine, whose stored rows are the
-        normalized ones), else float32, so that every exact distance and result is that of a
-        float32 store. Later adds keep a float16 pick while their values are float16 values;
-        the first add that brings others widens the store to float32 first (the same values,
-        so the same results; also when that add then fails). With an explicit ``bits``:
+        float16, else bfloat16, when it holds every value of those rows exactly
+        (integer-valued data such as SIFT's, or embeddings shipped as float16 / bfloat16; not
+        under cosine, whose stored rows are the normalized ones), else float32, so that every
+        exact distance and result is that of a float32 store. Later adds keep that pick while
+        the store holds their values exactly; the first add that brings others widens the
+        store to float32 first (the same values, so the same results; also when that add
+        then fails). With an explicit ``bits``:
         float32 (so ``bits=2`` alone is the index of earlier releases). On SIFT 200k
         (``bits="auto"``, 8 bits) the float16 store searched 1.05-1.09x as fast at recall@10
         0.95 as the float32 one, with the same results (1 search thread, CPU time).
@@ -1333,20 +1342,21 @@ class BQGraphIndex:
                 )
         elif (
             pending is None
-            and self._meta.get("choice", {}).get("rerank_dtype") == "float16"
-            and inner.rerank_dtype() == "float16"
+            and self._meta.get("choice", {}).get("rerank_dtype") in ("float16", "bfloat16")
+            and inner.rerank_dtype() == self._meta["choice"]["rerank_dtype"]
             and a.shape[0] > 0
             and np.isfinite(a).all()
-            and not _float16_exact(a)
+            and not _holds_exactly(inner.rerank_dtype(), a)
         ):
-            # The automatic float16 store holds every value added so far exactly; rows it
-            # cannot hold exactly widen it to float32 first (the same values, so the same
-            # results), instead of being rounded or refused.
+            # The automatic half-precision store holds every value added so far exactly;
+            # rows it cannot hold exactly widen it to float32 first (the same values, so the
+            # same results), instead of being rounded or refused.
+            half = inner.rerank_dtype()
             inner.widen_rerank_store()
             widened = dict(self._meta["choice"])
             widened["rerank_dtype"] = "float32"
             widened["reason"] += (
-                "; widened to float32 when a later add brought values float16 does not hold"
+                f"; widened to float32 when a later add brought values {half} does not hold"
             )
             meta = {**self._meta, "choice": widened}
             inner.set_meta(json.dumps(meta, sort_keys=True))
