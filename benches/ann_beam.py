@@ -34,6 +34,12 @@ R) and every 2-bit hash stayed the same.
 Re-recorded once more when the 4- and 8-bit builds began to prune with the query
 form of one candidate against the code of the other (``build.rs``, ``prune_by_query``):
 the 4- and 8-bit index files and results change; every 2-bit hash stayed the same.
+
+SIFT re-recorded when 4- and 8-bit l2 codes began to store the squared norm of the decoded
+vector instead of the exact one (``encode.rs``, see ``sq.rs``): the SIFT 4- and 8-bit index
+files and results change; every 2-bit hash and every glosses (cosine) result hash stayed the
+same. (The glosses ``4/index`` and ``8/index`` hashes differ from the recorded ones on the
+tree before this change as well; their results match.)
 """
 from __future__ import annotations
 

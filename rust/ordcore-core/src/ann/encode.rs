@@ -27,9 +27,10 @@ pub(super) fn sq_metric(metric: Metric) -> SqMetric {
     }
 }
 
-/// The exact term stored with a scalar code (`row` prepared, `t` its transform; see
+/// The exact term of a scalar query form or code (`row` prepared, `t` its transform; see
 /// [`super::sq`]): `|t|^2` under l2, `<m, row - m>` under cosine / ip (0 without a
-/// rotation). For a query form the l2 term is the same and the other `<row, m>`.
+/// rotation); for a query form the other `<row, m>`. A code under l2 stores the squared norm
+/// of its decoded vector instead ([`encode_rows`]).
 pub(super) fn sq_term(
     metric: Metric,
     row: &[f32],
@@ -81,8 +82,17 @@ pub(super) fn encode_rows(
         if bits <= 2 {
             encode_one(t, bits, out);
         } else {
+            let layout = SqLayout::new(code_dim, bits);
             let extra = sq_term(metric, row, t, rot, false);
-            sq::encode(t, extra, SqLayout::new(code_dim, bits), out);
+            sq::encode(t, extra, layout, out);
+            if metric == Metric::L2 {
+                // Under l2 the code carries the squared norm of what it holds, not `|t|^2`
+                // (see [`super::sq`]): known only once coded.
+                let mut dec = vec![0f32; code_dim];
+                sq::decode(out, layout, &mut dec);
+                let norm: f64 = dec.iter().map(|&v| v as f64 * v as f64).sum();
+                sq::encode(t, norm as f32, layout, out);
+            }
         }
         Ok(())
     };

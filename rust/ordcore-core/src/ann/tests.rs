@@ -625,3 +625,22 @@ fn widening_a_half_precision_store_keeps_every_result() {
     assert!(err.to_string().contains("int8"), "{err}");
     assert_eq!(idx.rerank_dtype(), RerankDtype::Int8);
 }
+
+#[test]
+fn scalar_l2_scores_rank_the_neighbours_of_data_far_from_the_origin() {
+    // Rows far from the origin next to their spread (as SIFT's non-negative descriptors):
+    // an l2 score that pairs the exact `|x|^2` with the coded `<q, x>` carries an error that
+    // grows with `|q|`, where the squared norm of the code itself leaves one that grows
+    // with `|q - x|` only. Recall@10 of the top 10 by asymmetric score (no rerank), 100
+    // rows as queries: 0.71 / 0.73 (4 / 8 bits); 0.009 / 0.41 with the exact norm.
+    let (n, dim) = (2000, 64);
+    let x: Vec<f32> = gauss(n, dim, 47).iter().map(|v| 100.0 + v).collect();
+    let queries: Vec<usize> = (0..100).collect();
+    for (bits, floor) in [(4, 0.6), (8, 0.65)] {
+        let scorer = fitness::ScalarCodes::new(&x, dim, bits, Metric::L2, None).unwrap();
+        let r = fitness::code_space_recall(&x, dim, Metric::L2, 10, None, &queries, &[&scorer])
+            .unwrap();
+        let recall = r[0].iter().sum::<f64>() / queries.len() as f64;
+        assert!(recall >= floor, "bits {bits}: recall {recall}");
+    }
+}
