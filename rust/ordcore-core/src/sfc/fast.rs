@@ -31,7 +31,10 @@
 //!   3-D encoding of 16- to 64-bit coordinates into 32/64-bit codes spreads each code byte
 //!   from a `vpmultishiftqb` window and a 24-entry `vpermb` table (rows split into lanes
 //!   of the code's width by two-source permutes), and 3-D decoding of 32/64-bit codes into
-//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps.
+//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps
+//!   (64-bit codes into separate uint32 arrays: three more windows for byte 2), separate
+//!   arrays regrouped into full-vector stores. 3-D Hilbert decoding in 32-bit lanes ends
+//!   with the same kernel.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -724,13 +727,14 @@ fn h3_decode<U: Word, O: Word, L: Word>(
         // by the AVX-512 VBMI/GFNI kernel (nbits 6: 0.86x hilbertsfc instead of 0.9-1.1x;
         // in 16- and 64-bit lanes it measured no faster, 5-15% slower at nbits 14).
         #[cfg(target_arch = "x86_64")]
-        let done = if fast9 && L::BITS == 32 && morton3_dec_fits::<L, O>(nbits) {
+        let rows = matches!(dst, Dst::Rows(_));
+        let done = if fast9 && L::BITS == 32 && morton3_dec_fits::<L, O>(nbits, rows) {
             // The kernel reads a copy: handing it `ab` itself (its address escaping) turned
             // the compiler's gather loops of the walk in 64-bit lanes scalar (2x slower).
             vb[..n].copy_from_slice(a);
             // SAFETY: `fast9` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked the
             // types; the walk's values have coordinate 0 most significant.
-            unsafe { morton3_dec_prefix(&vb[..n], r0, dst, [2, 1, 0]).0 }
+            unsafe { morton3_dec_prefix(&vb[..n], r0, dst, [2, 1, 0], nbits).0 }
         } else {
             0
         };
@@ -1822,6 +1826,128 @@ mod rows3 {
         }
     }
 
+    /// `vpmultishiftqb` controls of window `m` for byte 2 of each coordinate in
+    /// [`morton3_dec_gf32`]: lane byte `j < 3` is the code from bit `f_j + 48 + 9 m`
+    /// (mod 64: the bits that wrap around are masked off afterwards), the others 0.
+    const fn window_ctrl_hi(sh: [u32; 3], m: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let i = q % 8;
+            if i < 3 {
+                t[q] = ((sh[i] as usize + 48 + 9 * m) % 64) as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// [`window_ctrl_hi`] of the three windows for fields `sh`.
+    const fn windows_hi(sh: [u32; 3]) -> [[u8; 64]; 3] {
+        [
+            window_ctrl_hi(sh, 0),
+            window_ctrl_hi(sh, 1),
+            window_ctrl_hi(sh, 2),
+        ]
+    }
+
+    /// [`planar4`] indices for [`morton3_dec_gf32`]: from a pair (bytes 0-1 of every
+    /// coordinate at lane byte `8 r + 2 j`, byte 2 at `64 + 8 r + j`, zero at `64 + 8 r + 3`),
+    /// `nseg` 32-byte segments of `uint32` coordinates `j0 + s`.
+    const fn u32_idx(j0: usize, nseg: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let s = q / 32;
+            if s < nseg {
+                let j = j0 + s;
+                let (r, b) = ((q % 32) / 4, q % 4);
+                t[q] = match b {
+                    0 | 1 => 8 * r + 2 * j + b,
+                    2 => 64 + 8 * r + j,
+                    _ => 64 + 8 * r + 3,
+                } as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// Coordinates of 3-D Morton codes (`uint64`, `n` at `codes`) as three `uint32`
+    /// columns (at most 21 bits: `nbits`), coordinate `i` from field `sh[i]` (`[0, 1, 2]`
+    /// or `[2, 1, 0]`): as [`morton3_dec_gf`] with `OB = 2` for bytes 0-1 of each
+    /// coordinate, plus three windows for byte 2 (masked to its `nbits - 16` bits),
+    /// 16 codes a step regrouped by [`planar4`] into one full store per column. Returns the
+    /// codes done (a multiple of 16) and the OR of them.
+    ///
+    /// # Safety
+    /// As [`morton3_dec_gf`]; `nbits <= 21`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn morton3_dec_gf32(
+        codes: *const u8,
+        n: usize,
+        out: [*mut u8; 3],
+        sh: [u32; 3],
+        nbits: u32,
+    ) -> (usize, u64) {
+        let (w, wh): (&[[u8; 64]; 3], &[[u8; 64]; 3]) = if sh[0] == 0 {
+            (
+                const { &windows(8, 2, [0, 1, 2]) },
+                const { &windows_hi([0, 1, 2]) },
+            )
+        } else {
+            (
+                const { &windows(8, 2, [2, 1, 0]) },
+                const { &windows_hi([2, 1, 0]) },
+            )
+        };
+        let idx: &[[u8; 64]; 2] = const { &[u32_idx(0, 2), u32_idx(2, 1)] };
+        let hb = nbits.saturating_sub(16);
+        let mbyte = ((1u64 << hb) - 1) * 0x0001_0101;
+        // SAFETY: in bounds as the caller guarantees (k + 16 <= n).
+        unsafe {
+            let ctl: [__m512i; 3] = [0, 1, 2].map(|m| ld64(w[m].as_ptr()));
+            let ctlh: [__m512i; 3] = [0, 1, 2].map(|m| ld64(wh[m].as_ptr()));
+            let a = [
+                _mm512_set1_epi64(window_matrix(0)),
+                _mm512_set1_epi64(window_matrix(1)),
+                _mm512_set1_epi64(window_matrix(2)),
+            ];
+            let keep = _mm512_set1_epi64(mbyte as i64);
+            let (ixy, iz) = (ld64(idx[0].as_ptr()), ld64(idx[1].as_ptr()));
+            let compact = |c: &[__m512i; 3], v: __m512i| -> __m512i {
+                let w0 = _mm512_multishift_epi64_epi8(c[0], v);
+                let w1 = _mm512_multishift_epi64_epi8(c[1], v);
+                let w2 = _mm512_multishift_epi64_epi8(c[2], v);
+                _mm512_ternarylogic_epi64::<0xFE>(
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w0, a[0]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w1, a[1]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w2, a[2]),
+                )
+            };
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + 16 <= n {
+                let v0 = ld64(codes.add(8 * k));
+                let v1 = ld64(codes.add(8 * k + 64));
+                acc = _mm512_ternarylogic_epi64::<0xFE>(acc, v0, v1);
+                let b = [
+                    compact(&ctl, v0),
+                    _mm512_and_si512(compact(&ctlh, v0), keep),
+                    compact(&ctl, v1),
+                    _mm512_and_si512(compact(&ctlh, v1), keep),
+                ];
+                for (o, col) in out.iter().zip(planar4(b, ixy, iz)) {
+                    _mm512_storeu_si512(o.add(4 * k) as *mut _, col);
+                }
+                k += 16;
+            }
+            let mut q = [0u64; 8];
+            _mm512_storeu_si512(q.as_mut_ptr() as *mut _, acc);
+            (k, q.iter().fold(0, |a, &x| a | x))
+        }
+    }
+
     /// Bits of coordinate `(c >> s)` (every third bit of it, compacted) contributed by
     /// 6-bit group `g` of a code, for every group value.
     const fn gather_byte(s: u32, g: u32) -> [u8; 64] {
@@ -2049,21 +2175,24 @@ fn gfni() -> bool {
 /// Whether [`morton3_dec_prefix`] takes 3-D Morton codes of type `U` into coordinates of
 /// type `O` (rows, or columns) for this `nbits`, given the AVX-512 VBMI set of [`fast9`].
 #[cfg(target_arch = "x86_64")]
-fn morton3_dec_fits<U: Word, O: Word>(nbits: u32) -> bool {
-    (U::BITS == 16 && O::BITS == 8 && nbits <= 5) || (U::BITS >= 32 && O::BITS <= 16 && gfni())
+fn morton3_dec_fits<U: Word, O: Word>(nbits: u32, rows: bool) -> bool {
+    (U::BITS == 16 && O::BITS == 8 && nbits <= 5)
+        || (U::BITS >= 32 && O::BITS <= 16 && gfni())
+        || (U::BITS == 64 && O::BITS == 32 && !rows && gfni())
 }
 
 /// Whether [`morton3_lut_decode`] runs on kernel `k` for these types and `nbits`.
 #[cfg(target_arch = "x86_64")]
-fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32) -> bool {
-    fast9(k) && morton3_dec_fits::<U, O>(nbits)
+fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32, rows: bool) -> bool {
+    fast9(k) && morton3_dec_fits::<U, O>(nbits, rows)
 }
 
 /// Coordinates of a prefix of the 3-D Morton codes `codes` (fields `sh`) into `dst` from
 /// row `r0` by the AVX-512 VBMI kernels of [`rows3`]: `uint16` codes (at most 15 bits)
 /// into `uint8` by table lookups ([`rows3::morton3_dec_u16`]), `uint32`/`uint64` codes
 /// into `uint8`/`uint16` by multishift windows and GF(2) affine steps
-/// ([`rows3::morton3_dec_gf`]). Returns the codes done and the OR of them.
+/// ([`rows3::morton3_dec_gf`]), `uint64` codes into `uint32` columns likewise
+/// ([`rows3::morton3_dec_gf32`]). Returns the codes done and the OR of them.
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW and VBMI, [`morton3_dec_fits`] holds for `U`, `O` and the
@@ -2074,6 +2203,7 @@ unsafe fn morton3_dec_prefix<U: Word, O: Word>(
     r0: usize,
     dst: &mut Dst<'_, O>,
     sh: [u32; 3],
+    nbits: u32,
 ) -> (usize, u64) {
     let n = codes.len();
     let (ptrs, rows) = match dst {
@@ -2097,6 +2227,7 @@ unsafe fn morton3_dec_prefix<U: Word, O: Word>(
                 let (d, a) = rows3::morton3_dec_u16(cp as *const u16, n, ptrs, rows, sh);
                 (d, a as u64)
             }
+            (_, 32, _) => rows3::morton3_dec_gf32(cb, n, ptrs, sh, nbits),
             (32, 8, true) => rows3::morton3_dec_gf::<4, 4, 1, true>(cb, n, ptrs, sh),
             (32, 8, false) => rows3::morton3_dec_gf::<4, 4, 1, false>(cb, n, ptrs, sh),
             (32, _, true) => rows3::morton3_dec_gf::<4, 8, 2, true>(cb, n, ptrs, sh),
@@ -2119,11 +2250,15 @@ fn morton3_lut_decode<U: Word, O: Word>(
     codes: &[U],
     dst: Dst<'_, O>,
 ) -> U {
-    assert!(morton3_lut_decodes::<U, O>(k, nbits));
+    assert!(morton3_lut_decodes::<U, O>(
+        k,
+        nbits,
+        matches!(dst, Dst::Rows(_))
+    ));
     let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
     let mut dst = dst;
     // SAFETY: `morton3_lut_decodes` checked the CPU features and the types.
-    let (done, a) = unsafe { morton3_dec_prefix(codes, 0, &mut dst, sh) };
+    let (done, a) = unsafe { morton3_dec_prefix(codes, 0, &mut dst, sh, nbits) };
     let rest = match dst {
         Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
@@ -2458,7 +2593,9 @@ pub fn decode_into<T: Coord, O: Word>(
         // byte permutes below at nbits 3 too).
         #[cfg(target_arch = "x86_64")]
         let o = match (curve, d) {
-            (Curve::Morton { msb }, 3) if morton3_lut_decodes::<T::Unsigned, O>(k, nbits) => {
+            (Curve::Morton { msb }, 3)
+                if morton3_lut_decodes::<T::Unsigned, O>(k, nbits, matches!(o, Dst::Rows(_))) =>
+            {
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
