@@ -128,9 +128,10 @@ for d in (2, 3):
                 assert np.array_equal(r, pts), (d, nbits, ax)
                 sep = sfc.morton_decode(m, nbits, d, axis0=ax, dtype="narrowest", separate=True)
                 assert all(np.array_equal(c, pts[:, i]) for i, c in enumerate(sep))
-                # uint32 / uint64 codes into uint8 / uint16 coordinates (the GF(2) kernel
-                # in 3-D).
-                for cdt, odt in itertools.product((np.uint32, np.uint64), (np.uint8, np.uint16)):
+                # uint32 / uint64 codes into uint8 / uint16 / uint32 coordinates (the GF(2)
+                # kernels in 3-D: rows and separate arrays; uint64 into separate uint32).
+                for cdt, odt in itertools.product((np.uint32, np.uint64),
+                                                  (np.uint8, np.uint16, np.uint32)):
                     if nbits <= np.iinfo(odt).bits and np.iinfo(cdt).max >= int(m.max()):
                         mc = m.astype(cdt)
                         r = sfc.morton_decode(mc, nbits, d, axis0=ax, dtype=odt)

@@ -31,7 +31,10 @@
 //!   3-D encoding of 16- to 64-bit coordinates into 32/64-bit codes spreads each code byte
 //!   from a `vpmultishiftqb` window and a 24-entry `vpermb` table (rows split into lanes
 //!   of the code's width by two-source permutes), and 3-D decoding of 32/64-bit codes into
-//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps.
+//!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps
+//!   (64-bit codes into separate uint32 arrays: three more windows for byte 2), separate
+//!   arrays regrouped into full-vector stores. 3-D Hilbert decoding in 32-bit lanes ends
+//!   with the same kernel.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -708,6 +711,8 @@ fn h3_decode<U: Word, O: Word, L: Word>(
     let mut acc = U::default();
     let mut cbuf = [L::default(); BLOCK];
     let mut ab = [L::default(); BLOCK];
+    #[cfg(target_arch = "x86_64")]
+    let mut vb = [L::default(); BLOCK];
     let mut st = [0u32; BLOCK];
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
@@ -717,7 +722,25 @@ fn h3_decode<U: Word, O: Word, L: Word>(
         }
         let a = &mut ab[..n];
         h3_walk(true, fast9, nbits, &cbuf[..n], a, &mut st[..n]);
-        put3(a, bi * BLOCK, dst, M3D::<L>(2, 1, 0, PhantomData));
+        let r0 = bi * BLOCK;
+        // The final Morton de-interleave of 32-bit lanes (nbits 6-10) into uint8/uint16
+        // by the AVX-512 VBMI/GFNI kernel (nbits 6: 0.86x hilbertsfc instead of 0.9-1.1x;
+        // in 16- and 64-bit lanes it measured no faster, 5-15% slower at nbits 14).
+        #[cfg(target_arch = "x86_64")]
+        let rows = matches!(dst, Dst::Rows(_));
+        let done = if fast9 && L::BITS == 32 && morton3_dec_fits::<L, O>(nbits, rows) {
+            // The kernel reads a copy: handing it `ab` itself (its address escaping) turned
+            // the compiler's gather loops of the walk in 64-bit lanes scalar (2x slower).
+            vb[..n].copy_from_slice(a);
+            // SAFETY: `fast9` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked the
+            // types; the walk's values have coordinate 0 most significant.
+            unsafe { morton3_dec_prefix(&vb[..n], r0, dst, [2, 1, 0], nbits).0 }
+        } else {
+            0
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = 0;
+        put3(&a[done..], r0 + done, dst, M3D::<L>(2, 1, 0, PhantomData));
     }
     acc
 }
@@ -1548,8 +1571,10 @@ mod rows3 {
     /// code lane, byte `ob j + b` (`j < 3`, `b < ob`) is the code from bit
     /// `f_j + 24 b + 9 m` (field `f_j = sh[j]`), whose bits 0, 3 and 6 are bits
     /// `8 b + 3 m, .. + 1, .. + 2` of coordinate `j`.
-    fn window_ctrl(sc: usize, ob: usize, sh: [u32; 3], m: usize) -> [u8; 64] {
-        std::array::from_fn(|q| {
+    const fn window_ctrl(sc: usize, ob: usize, sh: [u32; 3], m: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
             let (lane, i) = (q / sc, q % sc);
             let (j, b) = (i / ob, i % ob);
             let f = if j < 3 {
@@ -1557,8 +1582,19 @@ mod rows3 {
             } else {
                 0
             };
-            ((lane * sc * 8) % 64 + f) as u8
-        })
+            t[q] = ((lane * sc * 8) % 64 + f) as u8;
+            q += 1;
+        }
+        t
+    }
+
+    /// [`window_ctrl`] of the three windows for fields `sh`.
+    const fn windows(sc: usize, ob: usize, sh: [u32; 3]) -> [[u8; 64]; 3] {
+        [
+            window_ctrl(sc, ob, sh, 0),
+            window_ctrl(sc, ob, sh, 1),
+            window_ctrl(sc, ob, sh, 2),
+        ]
     }
 
     /// GF(2) affine matrix (`vgf2p8affineqb`) moving bits 0, 3, 6 of each byte to bits
@@ -1577,18 +1613,91 @@ mod rows3 {
         a as i64
     }
 
+    /// [`morton3_dec_gf`]'s `vpermb` packing one vector of compacted lanes (`c = 64 / sc`
+    /// codes, coordinate `j` byte `b` at lane byte `sc r + ob j + b`): rows put byte
+    /// `3 ob r + i` from lane byte `sc r + i`; column `col` byte `ob r + b` from
+    /// `sc r + ob col + b`.
+    const fn pack_idx(sc: usize, ob: usize, rows: bool, col: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let (r, i) = if rows {
+                (q / (3 * ob), q % (3 * ob))
+            } else {
+                (q / ob, ob * col + q % ob)
+            };
+            if r < 64 / sc {
+                t[q] = (r * sc + i) as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// Two-source `vpermt2b` index gathering coordinates from a pair of vectors whose
+    /// coordinate `j` byte `b` of code `r` sits at byte `rs r + js j + b` (`bpv` bytes a
+    /// coordinate in each): the result has `nseg` segments of `seg` bytes, segment `s`
+    /// holding coordinate `j0 + s` of the first vector's codes, then the second's.
+    const fn pair_idx(
+        seg: usize,
+        j0: usize,
+        nseg: usize,
+        rs: usize,
+        js: usize,
+        ob: usize,
+        bpv: usize,
+    ) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let s = q / seg;
+            if s < nseg {
+                let p = q % seg;
+                let (v, u) = (p / bpv, p % bpv);
+                t[q] = (64 * v + (u / ob) * rs + (j0 + s) * js + u % ob) as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// Three column vectors (64 bytes of each coordinate) from four vectors holding 16
+    /// bytes of each coordinate (layout as [`pair_idx`] with `xy`, `z` its indices for
+    /// coordinates 0-1 and 2): two-source permutes put coordinates 0 and 1 of a pair of
+    /// vectors into the two 32-byte halves of one vector (2 in the low half of another),
+    /// 128-bit shuffles join the pairs.
+    #[inline(always)]
+    unsafe fn planar4(b: [__m512i; 4], xy: __m512i, z: __m512i) -> [__m512i; 3] {
+        // SAFETY: register operations (the caller has AVX-512 F/BW and VBMI).
+        unsafe {
+            let lo = _mm512_permutex2var_epi8(b[0], xy, b[1]);
+            let hi = _mm512_permutex2var_epi8(b[2], xy, b[3]);
+            let zl = _mm512_permutex2var_epi8(b[0], z, b[1]);
+            let zh = _mm512_permutex2var_epi8(b[2], z, b[3]);
+            [
+                _mm512_shuffle_i64x2::<0x44>(lo, hi),
+                _mm512_shuffle_i64x2::<0xEE>(lo, hi),
+                _mm512_shuffle_i64x2::<0x44>(zl, zh),
+            ]
+        }
+    }
+
     /// Coordinates of 3-D Morton codes (`CI`-byte codes, 4 or 8; `n` at `codes`) as
     /// `OB`-byte values (1: at most 8 bits, `SC = CI`; 2: at most 16 bits, `SC = 8`, 4-byte
-    /// codes zero-extended), coordinate `i` from field `sh[i]`, into rows (`out[0]`, `3n`
-    /// values, with `ROWS`) or three columns: per vector of codes (in `SC`-byte lanes),
-    /// three `vpmultishiftqb` windows put the code bits of byte `b` of coordinate `j` at
-    /// byte `OB j + b` of each lane, a GF(2) affine step per window compacts them in place,
-    /// and one `vpermb` packs each lane's first `3 OB` bytes into rows (or columns).
-    /// Returns the codes done (a multiple of `64 / SC`) and the OR of them.
+    /// codes zero-extended), coordinate `i` from field `sh[i]` (`[0, 1, 2]` or
+    /// `[2, 1, 0]`), into rows (`out[0]`, `3n` values, with `ROWS`) or three columns: per
+    /// vector of codes (in `SC`-byte lanes), three `vpmultishiftqb` windows put the code
+    /// bits of byte `b` of coordinate `j` at byte `OB j + b` of each lane, a GF(2) affine
+    /// step per window compacts them in place, and one `vpermb` packs each lane's first
+    /// `3 OB` bytes into rows. Columns take `SC / OB` vectors a step (64 values of each
+    /// coordinate), regrouped by two-source permutes and 128-bit shuffles ([`planar4`])
+    /// into one full store per column (one `vpermb` and a masked 8- or 16-byte store per
+    /// column and vector measured slower than the compiler's loops). Returns the codes
+    /// done (a multiple of `64 / SC`) and the OR of them.
     ///
     /// # Safety
     /// The CPU has AVX-512 F/BW, VBMI and GFNI; `codes` holds `n` codes and the output `3n`
-    /// values (rows) or `n` per column; `sh` a permutation of 0, 1, 2.
+    /// values (rows) or `n` per column; `sh` is `[0, 1, 2]` or `[2, 1, 0]`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
     pub(super) unsafe fn morton3_dec_gf<
         const CI: usize,
@@ -1603,28 +1712,35 @@ mod rows3 {
     ) -> (usize, u64) {
         // Codes per vector.
         let c = 64 / SC;
-        // Rows: byte `3 OB r + q` from lane byte `SC r + q` (`pack[0]`); columns: byte
-        // `OB r + b` of column `j` from lane byte `SC r + OB j + b` (`pack[j]`).
-        let pack: [[u8; 64]; 3] = std::array::from_fn(|col| {
-            std::array::from_fn(|q| {
-                let (r, i) = if ROWS {
-                    (q / (3 * OB), q % (3 * OB))
-                } else {
-                    (q / OB, OB * col + q % OB)
-                };
-                if r < c {
-                    (r * SC + i) as u8
-                } else {
-                    0
-                }
-            })
-        });
-        // SAFETY: in bounds as the caller guarantees (k + c <= n).
+        let w: &[[u8; 64]; 3] = if sh[0] == 0 {
+            const { &windows(SC, OB, [0, 1, 2]) }
+        } else {
+            const { &windows(SC, OB, [2, 1, 0]) }
+        };
+        let pack: &[[u8; 64]; 3] = const {
+            &[
+                pack_idx(SC, OB, ROWS, 0),
+                pack_idx(SC, OB, ROWS, 1),
+                pack_idx(SC, OB, ROWS, 2),
+            ]
+        };
+        // Column regrouping: vectors a step, and the [`pair_idx`] tables. With 16 bytes
+        // of each coordinate a vector (`SC / OB = 4`), [`planar4`] on the compacted
+        // vectors; with 8 (`SC / OB = 8`: 8-byte codes into uint8), pairs of vectors
+        // first into 16 bytes a coordinate (coordinate `j` at byte `16 j`), then
+        // [`planar4`] on those.
+        let g = SC / OB;
+        let xyz: &[[u8; 64]; 3] = const {
+            let (rs, js) = if SC / OB == 8 { (OB, 16) } else { (SC, OB) };
+            &[
+                pair_idx(32, 0, 2, rs, js, OB, 16),
+                pair_idx(32, 2, 1, rs, js, OB, 16),
+                pair_idx(16, 0, 3, SC, OB, OB, OB * 64 / SC),
+            ]
+        };
+        // SAFETY: in bounds as the caller guarantees (k + c <= n, k + g c <= n).
         unsafe {
-            let ctl: [__m512i; 3] = [0, 1, 2].map(|m| {
-                let w = window_ctrl(SC, OB, sh, m);
-                ld64(w.as_ptr())
-            });
+            let ctl: [__m512i; 3] = [0, 1, 2].map(|m| ld64(w[m].as_ptr()));
             let a = [
                 _mm512_set1_epi64(window_matrix(0)),
                 _mm512_set1_epi64(window_matrix(1)),
@@ -1635,23 +1751,54 @@ mod rows3 {
                 ld64(pack[1].as_ptr()),
                 ld64(pack[2].as_ptr()),
             ];
-            let mut acc = _mm512_setzero_si512();
-            let mut k = 0;
-            while k + c <= n {
-                let v = if CI == SC {
+            let load = |k: usize| -> __m512i {
+                if CI == SC {
                     ld64(codes.add(CI * k))
                 } else {
                     _mm512_cvtepu32_epi64(_mm256_loadu_si256(codes.add(CI * k) as *const _))
-                };
-                acc = _mm512_or_si512(acc, v);
+                }
+            };
+            let compact = |v: __m512i| -> __m512i {
                 let w0 = _mm512_multishift_epi64_epi8(ctl[0], v);
                 let w1 = _mm512_multishift_epi64_epi8(ctl[1], v);
                 let w2 = _mm512_multishift_epi64_epi8(ctl[2], v);
-                let b = _mm512_ternarylogic_epi64::<0xFE>(
+                _mm512_ternarylogic_epi64::<0xFE>(
                     _mm512_gf2p8affine_epi64_epi8::<0>(w0, a[0]),
                     _mm512_gf2p8affine_epi64_epi8::<0>(w1, a[1]),
                     _mm512_gf2p8affine_epi64_epi8::<0>(w2, a[2]),
+                )
+            };
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            if !ROWS {
+                let (ixy, iz, i16) = (
+                    ld64(xyz[0].as_ptr()),
+                    ld64(xyz[1].as_ptr()),
+                    ld64(xyz[2].as_ptr()),
                 );
+                while k + g * c <= n {
+                    let mut b = [_mm512_setzero_si512(); 4];
+                    for (i, bi) in b.iter_mut().enumerate() {
+                        if g == 8 {
+                            let (v0, v1) = (load(k + 2 * i * c), load(k + (2 * i + 1) * c));
+                            acc = _mm512_ternarylogic_epi64::<0xFE>(acc, v0, v1);
+                            *bi = _mm512_permutex2var_epi8(compact(v0), i16, compact(v1));
+                        } else {
+                            let v = load(k + i * c);
+                            acc = _mm512_or_si512(acc, v);
+                            *bi = compact(v);
+                        }
+                    }
+                    for (o, col) in out.iter().zip(planar4(b, ixy, iz)) {
+                        _mm512_storeu_si512(o.add(OB * k) as *mut _, col);
+                    }
+                    k += g * c;
+                }
+            }
+            while k + c <= n {
+                let v = load(k);
+                acc = _mm512_or_si512(acc, v);
+                let b = compact(v);
                 if ROWS {
                     let p = _mm512_permutexvar_epi8(pk[0], b);
                     let m = (1u64 << (3 * OB * c)) - 1;
@@ -1676,6 +1823,128 @@ mod rows3 {
                     a
                 },
             )
+        }
+    }
+
+    /// `vpmultishiftqb` controls of window `m` for byte 2 of each coordinate in
+    /// [`morton3_dec_gf32`]: lane byte `j < 3` is the code from bit `f_j + 48 + 9 m`
+    /// (mod 64: the bits that wrap around are masked off afterwards), the others 0.
+    const fn window_ctrl_hi(sh: [u32; 3], m: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let i = q % 8;
+            if i < 3 {
+                t[q] = ((sh[i] as usize + 48 + 9 * m) % 64) as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// [`window_ctrl_hi`] of the three windows for fields `sh`.
+    const fn windows_hi(sh: [u32; 3]) -> [[u8; 64]; 3] {
+        [
+            window_ctrl_hi(sh, 0),
+            window_ctrl_hi(sh, 1),
+            window_ctrl_hi(sh, 2),
+        ]
+    }
+
+    /// [`planar4`] indices for [`morton3_dec_gf32`]: from a pair (bytes 0-1 of every
+    /// coordinate at lane byte `8 r + 2 j`, byte 2 at `64 + 8 r + j`, zero at `64 + 8 r + 3`),
+    /// `nseg` 32-byte segments of `uint32` coordinates `j0 + s`.
+    const fn u32_idx(j0: usize, nseg: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut q = 0;
+        while q < 64 {
+            let s = q / 32;
+            if s < nseg {
+                let j = j0 + s;
+                let (r, b) = ((q % 32) / 4, q % 4);
+                t[q] = match b {
+                    0 | 1 => 8 * r + 2 * j + b,
+                    2 => 64 + 8 * r + j,
+                    _ => 64 + 8 * r + 3,
+                } as u8;
+            }
+            q += 1;
+        }
+        t
+    }
+
+    /// Coordinates of 3-D Morton codes (`uint64`, `n` at `codes`) as three `uint32`
+    /// columns (at most 21 bits: `nbits`), coordinate `i` from field `sh[i]` (`[0, 1, 2]`
+    /// or `[2, 1, 0]`): as [`morton3_dec_gf`] with `OB = 2` for bytes 0-1 of each
+    /// coordinate, plus three windows for byte 2 (masked to its `nbits - 16` bits),
+    /// 16 codes a step regrouped by [`planar4`] into one full store per column. Returns the
+    /// codes done (a multiple of 16) and the OR of them.
+    ///
+    /// # Safety
+    /// As [`morton3_dec_gf`]; `nbits <= 21`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn morton3_dec_gf32(
+        codes: *const u8,
+        n: usize,
+        out: [*mut u8; 3],
+        sh: [u32; 3],
+        nbits: u32,
+    ) -> (usize, u64) {
+        let (w, wh): (&[[u8; 64]; 3], &[[u8; 64]; 3]) = if sh[0] == 0 {
+            (
+                const { &windows(8, 2, [0, 1, 2]) },
+                const { &windows_hi([0, 1, 2]) },
+            )
+        } else {
+            (
+                const { &windows(8, 2, [2, 1, 0]) },
+                const { &windows_hi([2, 1, 0]) },
+            )
+        };
+        let idx: &[[u8; 64]; 2] = const { &[u32_idx(0, 2), u32_idx(2, 1)] };
+        let hb = nbits.saturating_sub(16);
+        let mbyte = ((1u64 << hb) - 1) * 0x0001_0101;
+        // SAFETY: in bounds as the caller guarantees (k + 16 <= n).
+        unsafe {
+            let ctl: [__m512i; 3] = [0, 1, 2].map(|m| ld64(w[m].as_ptr()));
+            let ctlh: [__m512i; 3] = [0, 1, 2].map(|m| ld64(wh[m].as_ptr()));
+            let a = [
+                _mm512_set1_epi64(window_matrix(0)),
+                _mm512_set1_epi64(window_matrix(1)),
+                _mm512_set1_epi64(window_matrix(2)),
+            ];
+            let keep = _mm512_set1_epi64(mbyte as i64);
+            let (ixy, iz) = (ld64(idx[0].as_ptr()), ld64(idx[1].as_ptr()));
+            let compact = |c: &[__m512i; 3], v: __m512i| -> __m512i {
+                let w0 = _mm512_multishift_epi64_epi8(c[0], v);
+                let w1 = _mm512_multishift_epi64_epi8(c[1], v);
+                let w2 = _mm512_multishift_epi64_epi8(c[2], v);
+                _mm512_ternarylogic_epi64::<0xFE>(
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w0, a[0]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w1, a[1]),
+                    _mm512_gf2p8affine_epi64_epi8::<0>(w2, a[2]),
+                )
+            };
+            let mut acc = _mm512_setzero_si512();
+            let mut k = 0;
+            while k + 16 <= n {
+                let v0 = ld64(codes.add(8 * k));
+                let v1 = ld64(codes.add(8 * k + 64));
+                acc = _mm512_ternarylogic_epi64::<0xFE>(acc, v0, v1);
+                let b = [
+                    compact(&ctl, v0),
+                    _mm512_and_si512(compact(&ctlh, v0), keep),
+                    compact(&ctl, v1),
+                    _mm512_and_si512(compact(&ctlh, v1), keep),
+                ];
+                for (o, col) in out.iter().zip(planar4(b, ixy, iz)) {
+                    _mm512_storeu_si512(o.add(4 * k) as *mut _, col);
+                }
+                k += 16;
+            }
+            let mut q = [0u64; 8];
+            _mm512_storeu_si512(q.as_mut_ptr() as *mut _, acc);
+            (k, q.iter().fold(0, |a, &x| a | x))
         }
     }
 
@@ -1903,19 +2172,76 @@ fn gfni() -> bool {
     *V.get_or_init(|| std::arch::is_x86_feature_detected!("gfni"))
 }
 
+/// Whether [`morton3_dec_prefix`] takes 3-D Morton codes of type `U` into coordinates of
+/// type `O` (rows, or columns) for this `nbits`, given the AVX-512 VBMI set of [`fast9`].
+#[cfg(target_arch = "x86_64")]
+fn morton3_dec_fits<U: Word, O: Word>(nbits: u32, rows: bool) -> bool {
+    (U::BITS == 16 && O::BITS == 8 && nbits <= 5)
+        || (U::BITS >= 32 && O::BITS <= 16 && gfni())
+        || (U::BITS == 64 && O::BITS == 32 && !rows && gfni())
+}
+
 /// Whether [`morton3_lut_decode`] runs on kernel `k` for these types and `nbits`.
 #[cfg(target_arch = "x86_64")]
 fn morton3_lut_decodes<U: Word, O: Word>(k: Kernel, nbits: u32, rows: bool) -> bool {
-    // uint16 columns: the compiler's loops measured faster (masked 16-byte stores).
-    let gf = U::BITS >= 32 && (O::BITS == 8 || (O::BITS == 16 && rows)) && gfni();
-    fast9(k) && ((U::BITS == 16 && O::BITS == 8 && nbits <= 5) || gf)
+    fast9(k) && morton3_dec_fits::<U, O>(nbits, rows)
 }
 
-/// Coordinates of one chunk of 3-D Morton codes into `uint8`/`uint16` by the AVX-512
-/// VBMI kernels of [`rows3`], the tail on kernel `k`, where [`morton3_lut_decodes`]:
-/// `uint16` codes (at most 15 bits) into `uint8` by table lookups
-/// ([`rows3::morton3_dec_u16`]), `uint32`/`uint64` codes by multishift windows and GF(2)
-/// affine steps ([`rows3::morton3_dec_gf`]). Returns the OR of the codes.
+/// Coordinates of a prefix of the 3-D Morton codes `codes` (fields `sh`) into `dst` from
+/// row `r0` by the AVX-512 VBMI kernels of [`rows3`]: `uint16` codes (at most 15 bits)
+/// into `uint8` by table lookups ([`rows3::morton3_dec_u16`]), `uint32`/`uint64` codes
+/// into `uint8`/`uint16` by multishift windows and GF(2) affine steps
+/// ([`rows3::morton3_dec_gf`]), `uint64` codes into `uint32` columns likewise
+/// ([`rows3::morton3_dec_gf32`]). Returns the codes done and the OR of them.
+///
+/// # Safety
+/// The CPU has AVX-512 F/BW and VBMI, [`morton3_dec_fits`] holds for `U`, `O` and the
+/// codes' width, and `sh` is `[0, 1, 2]` or `[2, 1, 0]`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn morton3_dec_prefix<U: Word, O: Word>(
+    codes: &[U],
+    r0: usize,
+    dst: &mut Dst<'_, O>,
+    sh: [u32; 3],
+    nbits: u32,
+) -> (usize, u64) {
+    let n = codes.len();
+    let (ptrs, rows) = match dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 3 * (r0 + n));
+            ([o[3 * r0..].as_mut_ptr() as *mut u8; 3], true)
+        }
+        Dst::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= r0 + n));
+            ([0, 1, 2].map(|i| c[i][r0..].as_mut_ptr() as *mut u8), false)
+        }
+    };
+    let cp = codes.as_ptr();
+    let cb = cp as *const u8;
+    // SAFETY: the caller guarantees the CPU features and that U is u16 (O u8), u32 or
+    // u64 (O u8 or u16; every Word is the unsigned type of its width); lengths asserted
+    // above.
+    unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (16, _, _) => {
+                let (d, a) = rows3::morton3_dec_u16(cp as *const u16, n, ptrs, rows, sh);
+                (d, a as u64)
+            }
+            (_, 32, _) => rows3::morton3_dec_gf32(cb, n, ptrs, sh, nbits),
+            (32, 8, true) => rows3::morton3_dec_gf::<4, 4, 1, true>(cb, n, ptrs, sh),
+            (32, 8, false) => rows3::morton3_dec_gf::<4, 4, 1, false>(cb, n, ptrs, sh),
+            (32, _, true) => rows3::morton3_dec_gf::<4, 8, 2, true>(cb, n, ptrs, sh),
+            (32, _, false) => rows3::morton3_dec_gf::<4, 8, 2, false>(cb, n, ptrs, sh),
+            (_, 8, true) => rows3::morton3_dec_gf::<8, 8, 1, true>(cb, n, ptrs, sh),
+            (_, 8, false) => rows3::morton3_dec_gf::<8, 8, 1, false>(cb, n, ptrs, sh),
+            (_, _, true) => rows3::morton3_dec_gf::<8, 8, 2, true>(cb, n, ptrs, sh),
+            (_, _, false) => rows3::morton3_dec_gf::<8, 8, 2, false>(cb, n, ptrs, sh),
+        }
+    }
+}
+
+/// Coordinates of one chunk of 3-D Morton codes by [`morton3_dec_prefix`], the tail on
+/// kernel `k`, where [`morton3_lut_decodes`]. Returns the OR of the codes.
 #[cfg(target_arch = "x86_64")]
 fn morton3_lut_decode<U: Word, O: Word>(
     k: Kernel,
@@ -1929,41 +2255,10 @@ fn morton3_lut_decode<U: Word, O: Word>(
         nbits,
         matches!(dst, Dst::Rows(_))
     ));
-    let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-    let n = codes.len();
+    let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
     let mut dst = dst;
-    let (ptrs, rows) = match &mut dst {
-        Dst::Rows(o) => {
-            assert!(o.len() >= 3 * n);
-            ([o.as_mut_ptr() as *mut u8; 3], true)
-        }
-        Dst::Cols(c) => {
-            assert!(c.iter().all(|c| c.len() >= n));
-            ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
-        }
-    };
-    let sh = [s0, 1, s2];
-    let cp = codes.as_ptr();
-    // SAFETY: `morton3_lut_decodes` means AVX-512 F/BW and VBMI (and GFNI for the
-    // multishift kernel); U is u16 (O u8), u32 or u64 (O u8 or u16; every Word is the
-    // unsigned type of its width); lengths asserted above.
-    let (done, a) = unsafe {
-        let cb = cp as *const u8;
-        match (U::BITS, O::BITS, rows) {
-            (16, _, _) => {
-                let (d, a) = rows3::morton3_dec_u16(cp as *const u16, n, ptrs, rows, sh);
-                (d, a as u64)
-            }
-            (32, 8, true) => rows3::morton3_dec_gf::<4, 4, 1, true>(cb, n, ptrs, sh),
-            (32, 8, false) => rows3::morton3_dec_gf::<4, 4, 1, false>(cb, n, ptrs, sh),
-            (32, _, true) => rows3::morton3_dec_gf::<4, 8, 2, true>(cb, n, ptrs, sh),
-            (32, _, false) => rows3::morton3_dec_gf::<4, 8, 2, false>(cb, n, ptrs, sh),
-            (_, 8, true) => rows3::morton3_dec_gf::<8, 8, 1, true>(cb, n, ptrs, sh),
-            (_, 8, false) => rows3::morton3_dec_gf::<8, 8, 1, false>(cb, n, ptrs, sh),
-            (_, _, true) => rows3::morton3_dec_gf::<8, 8, 2, true>(cb, n, ptrs, sh),
-            (_, _, false) => rows3::morton3_dec_gf::<8, 8, 2, false>(cb, n, ptrs, sh),
-        }
-    };
+    // SAFETY: `morton3_lut_decodes` checked the CPU features and the types.
+    let (done, a) = unsafe { morton3_dec_prefix(codes, 0, &mut dst, sh, nbits) };
     let rest = match dst {
         Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
