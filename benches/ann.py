@@ -436,32 +436,41 @@ RERANK_DTYPES = ("float32", "float16", "bfloat16", "int8")
 def memory_table(x: np.ndarray, metric: str, runners: list[Runner]) -> None:
     """Memory of the index ``bits="auto"`` builds on this set (default ``R``), against
     hnswlib's: the hot path (codes + graph, what a search touches per hop) and the total with
-    each rerank store. Per-row sizes come from small indexes of the chosen code (every part
-    of the index is a fixed number of bytes a row), so no extra full build is needed;
-    hnswlib's size is that of its saved index in this run."""
+    each rerank store (with ``rerank_dtype="int8"`` the choice keeps the cheapest code, no
+    8-bit preference, so that row may be of another width). Per-row sizes come from small
+    indexes of the chosen code (every part of the index is a fixed number of bytes a row),
+    so no extra full build is needed; hnswlib's size is that of its saved index in this run."""
     n = x.shape[0]
     choice = ann.choose_codes(x, metric=metric)  # type: ignore[arg-type]
+    lean = ann.choose_codes(x, metric=metric, prefer_8_bits=False)  # type: ignore[arg-type]
     rows = x[: min(n, 256)]
     per_row: dict[str, dict[str, float]] = {}
     for dtype in RERANK_DTYPES:
-        small = ann.BQGraphIndex(x.shape[1], metric=metric, bits=choice["bits"],  # type: ignore[arg-type]
-                                 rotation=choice["rotation"], rerank_dtype=dtype)  # type: ignore[arg-type]
+        c = lean if dtype == "int8" else choice
+        small = ann.BQGraphIndex(x.shape[1], metric=metric, bits=c["bits"],  # type: ignore[arg-type]
+                                 rotation=c["rotation"], rerank_dtype=dtype)  # type: ignore[arg-type]
         small.add(rows)
         m = small.memory_usage()
         per_row[dtype] = {key: m[key] / len(rows) for key in ("codes", "graph", "float_vectors")}  # type: ignore[literal-required]
-    hot = n * (per_row["float32"]["codes"] + per_row["float32"]["graph"])
+        per_row[dtype]["bits"] = c["bits"]
+        per_row[dtype]["R"] = small.R
     hnsw = next((r for r in runners if r.name.startswith("hnswlib")), None)
     ref = f"hnswlib's index {hnsw.total / 2**20:.1f} MiB" if hnsw else "hnswlib not run"
     rot = f" +{choice['rotation']}" if choice["rotation"] else ""
-    print(f"\nmemory, bits=auto -> {choice['bits']}{rot}, R={small.R}, n={n} (vs {ref})")
+    print(f"\nmemory, bits=auto -> {choice['bits']}{rot}, R={per_row['float32']['R']:.0f}, n={n} (vs {ref})")
 
     def cell(b: float) -> str:
         return f"{b / 2**20:8.1f} MiB" + (f" ({b / hnsw.total:4.2f}x)" if hnsw else "")
 
-    print(f"  hot path (codes + graph)      {cell(hot)}")
+    def hot(dtype: str) -> float:
+        return n * (per_row[dtype]["codes"] + per_row[dtype]["graph"])
+
+    print(f"  hot path (codes + graph)      {cell(hot('float32'))}")
     for dtype in RERANK_DTYPES:
-        total = hot + n * per_row[dtype]["float_vectors"]
-        print(f"  total, rerank_dtype={dtype:9s} {cell(total)}")
+        total = hot(dtype) + n * per_row[dtype]["float_vectors"]
+        width = per_row[dtype]["bits"]
+        note = f"  ({width:.0f}-bit codes, hot path {cell(hot(dtype)).strip()})" if width != choice["bits"] else ""
+        print(f"  total, rerank_dtype={dtype:9s} {cell(total)}{note}")
 
 
 def report(args: argparse.Namespace, x: np.ndarray, metric: str, runners: list[Runner],

@@ -259,6 +259,25 @@ def test_auto_prefers_8_bits_when_its_hot_path_is_close(dim: int, bits: int) -> 
         assert c["reason"].startswith("4 bits: the cheapest")
 
 
+def test_an_int8_store_turns_the_8_bit_preference_off() -> None:
+    """``rerank_dtype="int8"`` asks for memory over exact distances: with ``bits="auto"`` the
+    choice keeps the cheapest code reaching the target (4 bits here) instead of taking 8
+    bits for speed, and says so; the other stores keep the preference. ``prefer_8_bits``
+    must be a bool."""
+    x = np.random.default_rng(5).standard_normal((3000, 64)).astype(np.float32)
+    c = ann.choose_codes(x, metric="l2", prefer_8_bits=False)
+    assert (c["bits"], c["rotation"]) == (4, None)
+    assert "8-bit preference is off" in c["reason"]
+    assert c["estimates"] == ann.choose_codes(x, metric="l2")["estimates"]
+    for dtype, bits in [("int8", 4), ("float32", 8), ("float16", 8), ("auto", 8)]:
+        idx = ann.BQGraphIndex(64, metric="l2", rerank_dtype=dtype)  # type: ignore[arg-type]
+        idx.add(x)
+        assert idx.bits == bits, (dtype, idx.choice["reason"])
+        assert ("8-bit preference is off" in idx.choice["reason"]) == (dtype == "int8")
+    with pytest.raises(ann.InvalidArgumentError, match="prefer_8_bits"):
+        ann.choose_codes(x, metric="l2", prefer_8_bits="no")  # type: ignore[arg-type]
+
+
 def test_explicit_bits_unchanged(tmp_path: Path) -> None:
     """``bits=2`` alone is today's index: no rotation, no choice, version-1 file bytes."""
     rng = np.random.default_rng(3)

@@ -614,6 +614,7 @@ def choose_codes(
     seed: int = 0,
     rotation: Literal["auto", "hadamard"] | None = "auto",
     num_threads: int | None = None,
+    prefer_8_bits: bool = True,
 ) -> CodeChoice:
     """The code ``BQGraphIndex(bits="auto")`` picks for data like the rows of ``X``: the
     cheapest width (1 < 2 < 4 < 8 bits; at equal width no rotation before
@@ -640,9 +641,9 @@ def choose_codes(
     glosses 20k x 384, cosine    **2 bits**        0.996     0.993 / 0.998
     SIFT 200k x 128, l2          2 bits            0.644     0.263 / 0.394
     SIFT 200k x 128, l2          2 bits, hadamard  0.942     0.887 / 0.958
-    SIFT 200k x 128, l2          4 bits            0.992     0.970 / 0.996
+    SIFT 200k x 128, l2          4 bits            1.000     0.984 / 0.992
     SIFT 200k x 128, l2          4 bits, hadamard  0.982     0.968 / 0.995
-    SIFT 200k x 128, l2          **8 bits**        1.000     0.989 / 0.996
+    SIFT 200k x 128, l2          **8 bits**        1.000     0.989 / 0.997
     glosses PCA-50 100k, cosine  2 bits, hadamard  0.814     0.830 / 0.924
     glosses PCA-50 100k, cosine  **4 bits**        1.000     0.999 / 1.000
     Gaussian 100k x 64, l2       2 bits            0.399     0.322 / 0.460
@@ -652,7 +653,10 @@ def choose_codes(
     (bold: the pick; on PCA-50 glosses and the Gaussian data the 8-bit preference below
     takes 8 bits now. The SIFT graph rows are of builds whose prunes score pairs with the
     query form, ``R`` 64, ``L_build`` 128, 1000 queries; before that change 4 bits gave
-    0.930 / 0.984, 4 bits with rotation 0.918 / 0.976 and 8 bits 0.991 / 0.995.) The
+    0.930 / 0.984, 4 bits with rotation 0.918 / 0.976 and 8 bits 0.991 / 0.995. The 4- and
+    8-bit rows without rotation are of codes that carry the decoded norm under l2, 300
+    queries; with the exact norm 4 bits estimated 0.992, graph 0.970 / 0.996, and 8 bits
+    0.989 / 0.996; the rotated row is of the exact norm.) The
     estimate tracks the graph at ``ef_search`` 64 within about 0.06 on
     real data (the graph loses what its navigation misses), so the default ``target``
     :data:`CHOICE_TARGET` = 0.97 keeps a margin: every pick on the real sets reaches recall@10
@@ -671,7 +675,10 @@ def choose_codes(
     graph's QPS: SIFT 200k, 1 search thread, CPU time, QPS interpolated between the
     ``ef_search`` around 0.95, 4 bits 39k (0.945 at 48, 0.970 at 64), 8 bits 71k (0.921 at
     16, 0.954 at 24), for 19 % more hot-path memory (``python benches/ann_build.py
-    --dataset sift --n 200000 --reps 1 --settings "bits=4;bits=8" --efs 16,24,48,64``). Above 128 dimensions (glosses: 2 bits anyway) the 4-bit codes stay. Pass
+    --dataset sift --n 200000 --reps 1 --settings "bits=4;bits=8" --efs 16,24,48,64``).
+    With the decoded norm under l2 (both widths gained) the gap is 1.28x at 0.95 and about
+    1.0x at 0.98: 4 bits 70k (0.921 at 16, 0.959 at 24), 8 bits 90k (0.948 at 16, 0.967 at
+    24; ``--nq 1000 --reps 2 --no-hnswlib --efs 12,16,24,32,48,64``, load 4.5). Above 128 dimensions (glosses: 2 bits anyway) the 4-bit codes stay. Pass
     ``bits=4`` where code memory matters more than speed.
 
     Parameters
@@ -691,6 +698,12 @@ def choose_codes(
         rotation to be the one scored), threads.
     rotation : {"auto", None, "hadamard"}
         ``"auto"``: choose it jointly; ``None`` / ``"hadamard"``: keep it.
+    prefer_8_bits : bool
+        Apply the 8-bit preference above (default). ``False`` keeps the cheapest code that
+        reaches ``target``: what ``BQGraphIndex(bits="auto", rerank_dtype="int8")`` asks
+        for, since a caller who gives up exact rerank distances for memory would not want
+        the codes to grow for speed (GloVe-50 200k: total memory 0.95x hnswlib's index
+        with 4 bits against 1.04x with 8).
 
     Returns
     -------
@@ -713,6 +726,10 @@ def choose_codes(
     if rotation not in ("auto", None, "hadamard"):
         raise InvalidArgumentError(
             f"rotation: must be 'auto', None or 'hadamard', got {rotation!r}"
+        )
+    if not isinstance(prefer_8_bits, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"prefer_8_bits: must be a bool, got {type(prefer_8_bits).__name__}"
         )
     if target is None:
         target = CHOICE_TARGET
@@ -766,7 +783,9 @@ def choose_codes(
         )
         eight = next(((cr, ce) for (cb, cr), ce in zip(configs, est) if cb == 8 and ce >= target),
                      None)
-        if b == 4 and eight is not None:
+        if b == 4 and eight is not None and not prefer_8_bits:
+            reason += "; the 8-bit preference is off (a memory-first index)"
+        elif b == 4 and eight is not None:
             dim = int(a.shape[1])
             hot4 = _hot_bytes_per_row(dim, 4, r, base)
             hot8 = _hot_bytes_per_row(dim, 8, eight[0], base)
@@ -779,7 +798,7 @@ def choose_codes(
                     + (f"; cheaper codes: {', '.join(cheaper)}" if cheaper else "")
                     + f"): its hot path, {hot8} bytes a row (codes + graph), is within "
                     f"{_PREFER_8_BITS - 1:.0%} of the 4-bit index's {hot4}, and 8-bit graphs "
-                    "reach a recall faster (SIFT 200k: 1.8x the QPS at recall@10 0.95)"
+                    "reach a recall faster (SIFT 200k: 1.3x the QPS at recall@10 0.95)"
                 )
                 b, r = 8, r8
     else:
@@ -1021,6 +1040,9 @@ class BQGraphIndex:
         values beyond 65504 on ``add``), or int8 (1, plus a float32 scale per row:
         ``x ~ s * round(x / s)`` with ``s = max |x_i| / 127``). Returned distances are the exact
         distances to the stored (rounded) vectors. ``load(mmap=True)`` maps every dtype.
+        With ``bits="auto"``, ``"int8"`` also turns off the choice's 8-bit preference
+        (:func:`choose_codes`, ``prefer_8_bits=False``): a memory-first index keeps the
+        cheapest code that reaches the target.
         The smaller stores are also faster to rerank from (fewer cache misses; float16 rows
         are decoded with the CPU's F16C conversion where it has one, exactly as the portable
         decode): glosses 20k, 4-bit codes, QPS at recall@10 0.95 (1 thread,
@@ -1308,6 +1330,7 @@ class BQGraphIndex:
                 choice = choose_codes(
                     a, metric=self.metric, base_size=a.shape[0],  # type: ignore[arg-type]
                     seed=self.seed, rotation=pending.get("rotation"), num_threads=num_threads,
+                    prefer_8_bits=inner.rerank_dtype() != "int8",
                 )
             except InvalidArgumentError:
                 # The build reports bad rows itself, naming them.
