@@ -463,7 +463,7 @@ def memory_table(x: np.ndarray, metric: str, runners: list[Runner]) -> None:
         return f"{b / 2**20:8.1f} MiB" + (f" ({b / hnsw.total:4.2f}x)" if hnsw else "")
 
     def hot(dtype: str) -> float:
-        return n * (per_row[dtype]["codes"] + per_row[dtype]["graph"])
+        return float(n * (per_row[dtype]["codes"] + per_row[dtype]["graph"]))
 
     print(f"  hot path (codes + graph)      {cell(hot('float32'))}")
     for dtype in RERANK_DTYPES:
