@@ -94,9 +94,11 @@ def test_renumbered_index_keeps_every_public_output(tmp_path: Path, monkeypatch:
     assert struct.unpack_from("<I", path.read_bytes(), 8)[0] == 5
     for mmap in (False, True):
         _same_outputs(ann.BQGraphIndex.load(path, mmap=mmap), a, q)
-    # The unrenumbered index still writes version 4.
+    # The unrenumbered index still writes version 4, which loads in insertion numbering.
     b.save(tmp_path / "b.ordann")
     assert struct.unpack_from("<I", (tmp_path / "b.ordann").read_bytes(), 8)[0] == 4
+    for mmap in (False, True):
+        _same_outputs(ann.BQGraphIndex.load(tmp_path / "b.ordann", mmap=mmap), b, q)
 
 
 def test_compact_renumbers_the_same_graph_without_changing_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
