@@ -13,7 +13,9 @@ Measured (2 build threads, load 4, ``--runs 4``): SIFT 200k, ``bits="auto"`` (8 
 22.7 s CPU, renumbering 0.27 s (1.2 %); recall@10 identical in both numberings (0.9481 /
 0.9665 / 0.9723 / 0.9832 at ``ef_search`` 16 / 24 / 32 / 48); QPS insertion order 85.1k /
 65.7k / 56.4k / 42.2k, renumbered 88.7k / 68.8k / 58.8k / 44.7k (1.042x / 1.046x / 1.042x /
-1.059x).
+1.059x). Again with ``--runs 6`` at load 1.5: 84.9k / 65.5k / 56.2k / 42.2k against 89.1k /
+69.4k / 59.2k / 44.8k (1.050x / 1.059x / 1.053x / 1.062x), renumbering 0.21 s of 22.9 s;
+interpolated at recall@10 0.95: 82.9k against 87.1k (1.05x).
 """
 
 from __future__ import annotations
