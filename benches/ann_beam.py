@@ -40,6 +40,11 @@ vector instead of the exact one (``encode.rs``, see ``sq.rs``): the SIFT 4- and 
 files and results change; every 2-bit hash and every glosses (cosine) result hash stayed the
 same. (The glosses ``4/index`` and ``8/index`` hashes differ from the recorded ones on the
 tree before this change as well; their results match.)
+
+Index hashes re-recorded when 4- and 8-bit nodes began to be renumbered breadth-first after
+``add`` and ``compact`` (``renumber.rs``, format version 5): the 4- and 8-bit index files
+change (nodes in another order, insertion ranks stored); every result hash (4 and 8 bits
+with and without rerank, 1 and 2 threads) and every 2-bit hash stayed the same.
 """
 from __future__ import annotations
 

@@ -476,7 +476,7 @@ def test_load_foreign_and_newer(tmp_path: Path) -> None:
     idx = _index(_gauss(20, 8))
     idx.save(tmp_path / "b")
     raw = bytearray((tmp_path / "b").read_bytes())
-    raw[8] = 5  # version 5 (this release reads 1 to 4)
+    raw[8] = 6  # version 6 (this release reads 1 to 5)
     set_header_crc(raw)
     (tmp_path / "c").write_bytes(bytes(raw))
     with pytest.raises(IndexFormatError, match="newer"):

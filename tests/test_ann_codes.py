@@ -129,7 +129,7 @@ def test_scalar_code_files_round_trip(tmp_path: Path, bits: int, mmap: bool) -> 
     path = tmp_path / "i.ordann"
     idx.save(path)
     head = path.read_bytes()[:28]
-    assert struct.unpack_from("<I", head, 8)[0] == 4 and head[25] == bits
+    assert struct.unpack_from("<I", head, 8)[0] == 5 and head[25] == bits  # renumbered: ranks saved
     back = ann.BQGraphIndex.load(path, mmap=mmap)
     assert back.bits == bits and len(back) == len(idx)
     assert back.search_degree == idx.search_degree > 0
@@ -232,7 +232,7 @@ def test_compact_rerank_store(tmp_path: Path, dtype: str, metric: str, bits: int
     assert idx.memory_usage()["float_vectors"] == 2000 * per_row
     idx.save(tmp_path / "i.ordann")
     version = struct.unpack_from("<I", (tmp_path / "i.ordann").read_bytes(), 8)[0]
-    assert version == (1 if (dtype == "float32" and bits <= 2) else 2 if bits <= 2 else 4)
+    assert version == (1 if (dtype == "float32" and bits <= 2) else 2 if bits <= 2 else 5)
     for mmap in (False, True):
         back = ann.BQGraphIndex.load(tmp_path / "i.ordann", mmap=mmap)
         assert back.rerank_dtype == dtype

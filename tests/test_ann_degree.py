@@ -22,7 +22,8 @@ def _clustered(n: int, d: int, seed: int) -> np.ndarray:
 
 
 def _as_earlier_release(path: Path, version: int) -> None:
-    """Rewrites a version-4 file as earlier releases wrote it (no degree bound)."""
+    """Rewrites a version-4 file (an index built under ``ORDCORE_ANN_RENUMBER=0``, so in
+    insertion numbering) as earlier releases wrote it (no degree bound)."""
     raw = bytearray(path.read_bytes())
     assert struct.unpack_from("<I", raw, 8)[0] == 4
     raw[8:12] = struct.pack("<I", version)
@@ -32,11 +33,12 @@ def _as_earlier_release(path: Path, version: int) -> None:
 
 
 @pytest.mark.parametrize("bits", [4, 8])
-def test_full_degree_keeps_the_results_of_unordered_lists(tmp_path: Path, bits: int) -> None:
+def test_full_degree_keeps_the_results_of_unordered_lists(tmp_path: Path, bits: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Ordering the lists changes no search that expands every neighbour: the same index
     read back as a file of an earlier release (lists as saved, no bound) gives the same
     results at ``degree=R`` and by default, and an old file loads with ``search_degree`` 0
     and expands every neighbour by default."""
+    monkeypatch.setenv("ORDCORE_ANN_RENUMBER", "0")
     x = _clustered(3000, 32, 1)
     q = _clustered(60, 32, 2)
     idx = ann.BQGraphIndex(32, metric="l2", bits=bits, rotation="hadamard")
@@ -124,14 +126,14 @@ def test_degree_of_the_wrong_type_is_refused(degree: object) -> None:
 
 
 def test_the_degree_field_is_covered_by_the_header_checksum(tmp_path: Path) -> None:
-    """A version-4 file whose degree bound was changed (to another value in 1..R, which the
+    """A version-5 file whose degree bound was changed (to another value in 1..R, which the
     range check alone accepts) is refused as corrupted, not loaded with other results."""
     idx = ann.BQGraphIndex(24, metric="l2", bits=4)
     idx.add(_clustered(800, 24, 3))
     path = tmp_path / "i.ordann"
     idx.save(path)
     raw = bytearray(path.read_bytes())
-    assert struct.unpack_from("<I", raw, 8)[0] == 4
+    assert struct.unpack_from("<I", raw, 8)[0] == 5
     assert struct.unpack_from("<I", raw, 96)[0] == idx.search_degree < idx.R
     for patch in (idx.R, idx.search_degree ^ 1):
         bad = bytearray(raw)
@@ -141,9 +143,10 @@ def test_the_degree_field_is_covered_by_the_header_checksum(tmp_path: Path) -> N
             ann.BQGraphIndex.load(tmp_path / "bad.ordann")
 
 
-def test_compact_without_removals_orders_the_lists_of_an_old_file(tmp_path: Path) -> None:
+def test_compact_without_removals_orders_the_lists_of_an_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An index read from a file of an earlier release (unordered lists, no bound) gets its
     order and bound from ``compact()`` even when nothing was removed, as from ``add``."""
+    monkeypatch.setenv("ORDCORE_ANN_RENUMBER", "0")
     x = _clustered(2000, 32, 4)
     q = _clustered(40, 32, 5)
     idx = ann.BQGraphIndex(32, metric="l2", bits=8)

@@ -32,8 +32,9 @@ def crcs(b):
 # Seed files: every metric, every code width, rotation on and off, removed nodes; format
 # version 1 (1/2-bit codes, float32 store), 2 (compact rerank stores; 4/8-bit files of
 # earlier releases, made here from version-4 ones), 3 (the automatic code choice as metadata: a made
-# choice, and a pending one of an empty index) and 4 (4/8-bit codes with their lists ordered
-# for the search-time degree bound, at bytes 96..100).
+# choice, and a pending one of an empty index), 4 (4/8-bit codes with their lists ordered
+# for the search-time degree bound, at bytes 96..100; made here with ORDCORE_ANN_RENUMBER=0)
+# and 5 (4/8-bit nodes renumbered in graph order, their insertion ranks as the last section).
 bases = []
 for i, (metric, bits, rot, dim, store) in enumerate([
     ("l2", 2, None, 16, "float32"), ("cosine", 1, None, 70, "float32"),
@@ -60,10 +61,20 @@ for i, (metric, dim, n) in enumerate([("l2", 12, 1200), ("cosine", 20, 150), ("i
     idx.save(p)
     with open(p, "rb") as f:
         b = bytearray(f.read())
-    assert struct.unpack_from("<I", b, 8)[0] == (4 if n and b[25] > 2 else 3)
+    assert struct.unpack_from("<I", b, 8)[0] == (5 if n and b[25] > 2 else 3)
     bases.append((b, dim))
+# A 4-bit file as the previous release wrote it (version 4: ordered lists, insertion numbering).
+os.environ["ORDCORE_ANN_RENUMBER"] = "0"
+idx = ann.BQGraphIndex(20, metric="l2", bits=4, R=8, L_build=16, rotation="hadamard")
+idx.add(np.random.default_rng(5).standard_normal((120, 20)).astype(np.float32))
+idx.remove(np.arange(0, 120, 7))
+del os.environ["ORDCORE_ANN_RENUMBER"]
+p = os.path.join(tmp, "v4.ordann")
+idx.save(p)
+with open(p, "rb") as f:
+    bases.append((bytearray(f.read()), 20))
 # A 4-bit file as earlier releases wrote it: version 2, no degree bound.
-old = bytearray(bases[5][0])
+old = bytearray(bases[-1][0])
 assert struct.unpack_from("<I", old, 8)[0] == 4
 old[8:12] = struct.pack("<I", 2)
 old[96:100] = bytes(4)
@@ -72,9 +83,9 @@ old[84:88] = struct.pack("<I", zlib.crc32(bytes(old[:84]) + (bytes(old[88:128]) 
 with open(os.path.join(tmp, "old.ordann"), "wb") as f:
     f.write(old)
 assert ann.BQGraphIndex.load(os.path.join(tmp, "old.ordann")).search_degree == 0
-bases.append((old, bases[5][1]))
+bases.append((old, 20))
 versions = {struct.unpack_from("<I", b, 8)[0] for b, _ in bases}
-assert versions == {1, 2, 3, 4}, versions
+assert versions == {1, 2, 3, 4, 5}, versions
 
 def set_meta(b, text):
     # Replaces the metadata section (the payload's end) and fixes both lengths.
@@ -92,7 +103,7 @@ FIELDS = [(8, "<I"), (12, "<I"), (16, "<Q"), (24, "<B"), (25, "<B"), (26, "<B"),
 SPECIAL = [0, 1, 2, 3, 63, 64, 65, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1, 2**64 - 1]
 
 def mutate(b, dim):
-    kind = int(rng.integers(0, 7))
+    kind = int(rng.integers(0, 8))
     b = bytearray(b)
     if kind == 0:  # truncation (or extension)
         cut = int(rng.integers(0, len(b) + 1))
@@ -134,6 +145,18 @@ def mutate(b, dim):
                 b'{"pending": {"rotation": "auto"}}', bytes(rng.integers(0, 256, 40).astype(np.uint8)),
                 ][int(rng.integers(0, 11))]
         set_meta(b, text)
+        crcs(b)
+    elif kind == 7 and struct.unpack_from("<I", b, 8)[0] == 5:  # crafted insertion ranks
+        n = struct.unpack_from("<Q", b, 56)[0]
+        start = len(b) - (4 * n + 63) // 64 * 64
+        i, j = (int(rng.integers(0, n)) for _ in range(2))
+        if rng.random() < 0.5:  # two ranks swapped: a valid file with another id order
+            ri, rj = struct.unpack_from("<I", b, start + 4 * i)[0], struct.unpack_from("<I", b, start + 4 * j)[0]
+            struct.pack_into("<I", b, start + 4 * i, rj)
+            struct.pack_into("<I", b, start + 4 * j, ri)
+        else:  # a rank repeated or out of range
+            v = [n, n + 1, 2**32 - 1, struct.unpack_from("<I", b, start + 4 * j)[0]][int(rng.integers(0, 4))]
+            struct.pack_into("<I", b, start + 4 * i, v)
         crcs(b)
     else:  # a random block copied elsewhere, checksums recomputed
         n = int(rng.integers(1, 256))

@@ -1638,7 +1638,12 @@ class BQGraphIndex:
         """Writes the index to ``path`` (format documented in ``rust/ordcore-core/src/ann/
         format.rs``: magic ``ORDCANN\\0``, version, byte-order mark, all parameters, CRC-32 of
         header and payload). It is written to a temporary file in the same folder and renamed,
-        so ``path`` never holds a half-written index.
+        so ``path`` never holds a half-written index. 4- and 8-bit indexes store their nodes
+        in graph order (renumbered breadth-first from the entry after each :meth:`add` and
+        :meth:`compact`, so a search's lists and codes sit close in memory) with each node's
+        insertion rank: format version 5, which ordcore releases before it refuse as newer.
+        ``ids``, search results and ties (equal distances go to the earlier-inserted id) are
+        the same as without the renumbering.
 
         Raises
         ------

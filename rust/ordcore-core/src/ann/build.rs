@@ -181,6 +181,7 @@ impl BQGraphIndex {
             self.id_map.insert(id, (old + k) as u32);
         }
         self.ids.extend_from_slice(&new_ids);
+        self.rank.extend(old as u32..(old + n) as u32);
         self.deleted.resize(old + n, false);
         let built = (|| -> Result<()> {
             let forms = self.build_queries()?;
@@ -200,7 +201,8 @@ impl BQGraphIndex {
             }
             self.finish_slack(&forms)?;
             self.connect_unreachable()?;
-            self.order_lists()
+            self.order_lists()?;
+            self.renumber()
         })();
         if let Err(e) = built {
             // Interrupted (the only failure once staged): restore the index as it was.
@@ -252,11 +254,13 @@ impl BQGraphIndex {
             self.id_map.remove(id);
         }
         self.ids.truncate(old);
+        self.rank.truncate(old);
         self.deleted.truncate(old);
         self.adj = saved.adj;
         self.deg = saved.deg;
         self.stride = saved.stride;
         self.entry = saved.entry;
+        self.refresh_start_sample();
         if first && self.params.rotation {
             self.rot = saved.rot;
         }
@@ -657,9 +661,9 @@ impl BQGraphIndex {
             // Nothing to repair; lists read from a file of versions 1-3 still get their
             // order (and the degree bound), as after every other compaction.
             if self.search_degree == 0 && self.params.bits > 2 {
-                return self.order_lists();
+                self.order_lists()?;
             }
-            return Ok(());
+            return self.renumber();
         }
         let r = self.params.r;
         let alpha = self.params.alpha;
@@ -710,6 +714,7 @@ impl BQGraphIndex {
         let mut adj = huge::filled(m * r, 0u32);
         let mut deg = vec![0u32; m];
         let mut ids = Vec::with_capacity(m);
+        let mut ranks = Vec::with_capacity(m);
         for i in 0..n {
             if self.deleted[i] {
                 continue;
@@ -720,6 +725,7 @@ impl BQGraphIndex {
                 vecs.extend_from_slice(&ov[i * dim..(i + 1) * dim]);
             }
             ids.push(self.ids[i]);
+            ranks.push(self.rank[i]);
             let list = repaired.remove(&(i as u32));
             let mut d = 0;
             for &j in list.as_deref().unwrap_or(self.neighbors(i)) {
@@ -749,6 +755,8 @@ impl BQGraphIndex {
                 c.retained(&keep)
             }),
             ids,
+            rank: dense_ranks(&ranks),
+            start_sample: Vec::new(),
             deleted: vec![false; m],
             n_deleted: 0,
             id_map,
@@ -768,6 +776,7 @@ impl BQGraphIndex {
         match staged
             .connect_unreachable()
             .and_then(|()| staged.order_lists())
+            .and_then(|()| staged.renumber())
         {
             Ok(()) => {
                 *self = staged;
@@ -779,4 +788,16 @@ impl BQGraphIndex {
             }
         }
     }
+}
+
+/// Ranks `0..n` in the order of `ranks` (distinct values): the insertion ranks of the nodes
+/// a compaction keeps.
+fn dense_ranks(ranks: &[u32]) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..ranks.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| ranks[i as usize]);
+    let mut out = vec![0u32; ranks.len()];
+    for (r, &i) in order.iter().enumerate() {
+        out[i as usize] = r as u32;
+    }
+    out
 }

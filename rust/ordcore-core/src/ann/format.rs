@@ -1,12 +1,15 @@
-//! The `.ordann` file format (versions 1 to 4). All integers and floats are little-endian.
+//! The `.ordann` file format (versions 1 to 5). All integers and floats are little-endian.
 //! Version 2 adds the scalar codes (`bits` 4 and 8, codes laid out as in [`super::sq`]) and
 //! the compact rerank stores (byte 27, see [`super::store`]); version 3 adds the index's
 //! metadata text (UTF-8; the Python layer stores the automatic code choice there as JSON):
 //! its length at bytes 88..96 and its bytes as the last payload section; version 4 adds the
 //! search-time degree bound of lists ordered core first (bytes 96..100, see
-//! [`super::order`]; 4- and 8-bit indexes with at least one node). `save` writes the lowest
+//! [`super::order`]; 4- and 8-bit indexes with at least one node); version 5 adds the
+//! insertion rank of each node (the last payload section, `u32[n]`, a permutation of
+//! `0..n`), written for 4- and 8-bit indexes whose nodes are renumbered in graph order (see
+//! [`super::renumber`]; files of versions 1 to 4 read with node number = rank). `save` writes the lowest
 //! version that holds the index (1 for 1- and 2-bit codes with float32 vectors and no
-//! metadata, so older ordcore releases keep reading those files), and `load` reads all four
+//! metadata, so older ordcore releases keep reading those files), and `load` reads all five
 //! (an index read from versions 1 to 3 has no degree bound: its searches expand every
 //! neighbour, as they did).
 //!
@@ -38,7 +41,8 @@
 //!               ids i64[n] | removed u8[n] | degree u32[n] | adjacency u32[n*R] |
 //!               codes u64[n*code_words] | mean f32[dim] (rotation only) |
 //!               vectors: n rows in the rerank dtype (normalized under cosine) |
-//!               metadata u8[metadata length] (version 3)
+//!               metadata u8[metadata length] (version 3) |
+//!               insertion ranks u32[n] (version 5)
 //! ```
 //! `save` writes `<path>.tmp-<pid>`, flushes it to disk and renames it over `path`.
 
@@ -55,7 +59,7 @@ use crate::{Error, Result};
 
 pub const MAGIC: &[u8; 8] = b"ORDCANN\0";
 /// The newest version this release reads and writes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 /// The header checksum stored at bytes 84..88: CRC-32 of bytes 0..84, and from version 4 on
 /// also of bytes 88..128 (metadata length, degree bound, reserved), so that every header byte
@@ -71,8 +75,10 @@ fn header_crc(h: &[u8], version: u32) -> u32 {
 
 /// The version `save` writes for an index of `bits`, rerank store `dtype`, `meta_len` bytes
 /// of metadata and search-time degree bound `degree` (0: none).
-fn version_for(bits: usize, dtype: RerankDtype, meta_len: usize, degree: u32) -> u32 {
-    if degree > 0 {
+fn version_for(bits: usize, dtype: RerankDtype, meta_len: usize, degree: u32, ranked: bool) -> u32 {
+    if ranked {
+        5
+    } else if degree > 0 {
         4
     } else if meta_len > 0 {
         3
@@ -98,9 +104,11 @@ struct Layout {
     mean: usize,
     vectors: usize,
     meta: usize,
+    ranks: usize,
     end: usize,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn layout(
     n: usize,
     r: usize,
@@ -109,6 +117,7 @@ fn layout(
     rotation: bool,
     dtype: RerankDtype,
     meta_len: usize,
+    ranked: bool,
 ) -> Option<Layout> {
     let mut off = 0usize;
     let mut sec = |bytes: usize| -> Option<usize> {
@@ -124,6 +133,7 @@ fn layout(
     let mean = sec(if rotation { dim.checked_mul(4)? } else { 0 })?;
     let vectors = sec(n.checked_mul(dtype.row_bytes(dim))?)?;
     let meta = sec(meta_len)?;
+    let ranks = sec(if ranked { n.checked_mul(4)? } else { 0 })?;
     Some(Layout {
         ids,
         removed,
@@ -133,6 +143,7 @@ fn layout(
         mean,
         vectors,
         meta,
+        ranks,
         end: off,
     })
 }
@@ -178,8 +189,18 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
     let n = index.n_nodes();
     let dtype = index.rerank_dtype();
     let meta = index.meta.as_bytes();
-    let lay = layout(n, p.r, index.cw, p.dim, p.rotation, dtype, meta.len())
-        .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
+    let ranked = index.renumbered();
+    let lay = layout(
+        n,
+        p.r,
+        index.cw,
+        p.dim,
+        p.rotation,
+        dtype,
+        meta.len(),
+        ranked,
+    )
+    .ok_or_else(|| Error::invalid("path", "index too large to save"))?;
     if path.as_os_str().is_empty() || path.is_dir() {
         return Err(Error::Io(std::io::Error::new(
             std::io::ErrorKind::IsADirectory,
@@ -218,13 +239,17 @@ pub fn save(index: &BQGraphIndex, path: &Path) -> Result<()> {
         }
         w.pad_to(lay.meta)?;
         w.put(meta)?;
+        w.pad_to(lay.ranks)?;
+        if ranked {
+            put_le!(w, index.rank);
+        }
         w.pad_to(lay.end)?;
         w.inner.flush()?;
         let payload_crc = w.crc.clone().finalize();
         drop(w);
         let mut h = [0u8; HEADER];
         h[0..8].copy_from_slice(MAGIC);
-        let version = version_for(p.bits, dtype, meta.len(), index.search_degree);
+        let version = version_for(p.bits, dtype, meta.len(), index.search_degree, ranked);
         h[8..12].copy_from_slice(&version.to_le_bytes());
         h[27] = dtype.code();
         h[12..16].copy_from_slice(&BOM.to_le_bytes());
@@ -375,12 +400,13 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     };
     let dtype = RerankDtype::from_code(b[27])
         .ok_or_else(|| fmt_err(format!("{name}: unknown rerank dtype code {}", b[27])))?;
-    if version < version_for(bits, dtype, 0, 0) {
+    if version < version_for(bits, dtype, 0, 0, false) {
         return Err(fmt_err(format!(
             "{name}: bits {bits} needs format version {}, the header says {version}",
-            version_for(bits, dtype, 0, 0)
+            version_for(bits, dtype, 0, 0, false)
         )));
     }
+    let ranked = version >= 5;
     // Version 4 is written exactly for 4- and 8-bit indexes with ordered lists.
     if version >= 4 && (bits <= 2 || degree == 0 || degree as usize > r || n == 0) {
         return Err(fmt_err(format!(
@@ -412,7 +438,7 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index
         .set_rerank_dtype(dtype)
         .map_err(|e| fmt_err(format!("{name}: {e}")))?;
-    let lay = layout(n, r, index.cw, dim, rotation, dtype, meta_len)
+    let lay = layout(n, r, index.cw, dim, rotation, dtype, meta_len, ranked)
         .ok_or_else(|| fmt_err(format!("{name}: sizes in header overflow")))?;
     if lay.end != payload_len {
         return Err(fmt_err(format!(
@@ -467,6 +493,20 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
             "{name}: node {i} has the negative id {}",
             ids[i]
         )));
+    }
+    let rank: Vec<u32> = if ranked {
+        read_le!(u32, &payload[lay.ranks..lay.ranks + 4 * n])
+    } else {
+        (0..n as u32).collect()
+    };
+    // The ranks are a permutation of 0..n.
+    let mut rank_seen = vec![false; n];
+    for (i, &k) in rank.iter().enumerate() {
+        if k as usize >= n || std::mem::replace(&mut rank_seen[k as usize], true) {
+            return Err(fmt_err(format!(
+                "{name}: node {i} has an insertion rank {k} out of range or repeated"
+            )));
+        }
     }
     let deleted: Vec<bool> = removed.iter().map(|&x| x == 1).collect();
     let mut id_map = HashMap::with_capacity(n);
@@ -545,11 +585,13 @@ pub fn load(path: &Path, mmap: bool) -> Result<BQGraphIndex> {
     index.adj = super::huge::copied(&adj);
     index.deg = deg;
     index.ids = ids;
+    index.rank = rank;
     index.deleted = deleted;
     index.id_map = id_map;
     index.entry = entry;
     index.vectors = vectors;
     index.search_degree = degree;
+    index.refresh_start_sample();
     debug_assert_eq!(index.cw, code_words(index.code_dim, index.params.bits));
     Ok(index)
 }

@@ -88,6 +88,14 @@ pub struct BQGraphIndex {
     /// The compact rerank store (`rerank_dtype` other than float32; `vectors` is then empty).
     pub(super) compact: Option<CompactRows>,
     pub(super) ids: Vec<i64>,
+    /// Per node, its insertion rank among the stored nodes (`0..n`, dense): the order of
+    /// `live_ids` and the tie rule of exact distances. Node numbers follow it (identity) for
+    /// 1- and 2-bit indexes and files of format versions 1 to 4; 4- and 8-bit indexes are
+    /// renumbered in graph order after each `add` and `compact` (see [`super::renumber`]).
+    pub(super) rank: Vec<u32>,
+    /// The nodes the search start is picked from ([`super::search::start_node`]): those of
+    /// insertion ranks `t * n / m`, so the sample does not depend on the numbering.
+    pub(super) start_sample: Vec<u32>,
     pub(super) deleted: Vec<bool>,
     pub(super) n_deleted: usize,
     pub(super) id_map: HashMap<i64, u32>,
@@ -160,6 +168,8 @@ impl BQGraphIndex {
             vectors: Vectors::Owned(Vec::new()),
             compact: None,
             ids: Vec::new(),
+            rank: Vec::new(),
+            start_sample: Vec::new(),
             deleted: Vec::new(),
             n_deleted: 0,
             id_map: HashMap::new(),
@@ -265,12 +275,34 @@ impl BQGraphIndex {
     }
     /// User ids of live vectors, in insertion order.
     pub fn live_ids(&self) -> Vec<i64> {
-        self.ids
-            .iter()
-            .zip(&self.deleted)
-            .filter(|(_, &d)| !d)
-            .map(|(&i, _)| i)
+        self.nodes_by_rank()
+            .into_iter()
+            .filter(|&i| !self.deleted[i as usize])
+            .map(|i| self.ids[i as usize])
             .collect()
+    }
+    /// The nodes in insertion order (the inverse of `rank`).
+    pub(super) fn nodes_by_rank(&self) -> Vec<u32> {
+        let mut by_rank = vec![0u32; self.rank.len()];
+        for (i, &r) in self.rank.iter().enumerate() {
+            by_rank[r as usize] = i as u32;
+        }
+        by_rank
+    }
+    /// Whether node numbers differ from insertion ranks (the index was renumbered).
+    pub fn renumbered(&self) -> bool {
+        self.rank.iter().enumerate().any(|(i, &r)| r as usize != i)
+    }
+    /// Insertion rank of each node (for tests).
+    pub fn ranks(&self) -> &[u32] {
+        &self.rank
+    }
+    /// Recomputes [`Self::start_sample`] (after the nodes or their numbering change).
+    pub(super) fn refresh_start_sample(&mut self) {
+        let n = self.n_nodes();
+        let m = super::search::START_SAMPLE.min(n);
+        let by_rank = self.nodes_by_rank();
+        self.start_sample = (0..m).map(|t| by_rank[t * n / m]).collect();
     }
     /// Whether `id` is a live id.
     pub fn contains(&self, id: i64) -> bool {

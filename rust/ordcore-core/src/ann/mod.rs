@@ -5,7 +5,8 @@
 //! Submodules: [`codes`] (code layout and distance), [`graph`] (beam search, RobustPrune),
 //! [`rotation`] (centering + randomized Hadamard), [`format`] (the file format).
 //! [`index`] (state and ids), [`build`] (construction, `compact`), [`search`] (search and
-//! exact search), [`order`] (neighbour-list order, search-time degree bound), [`metric`]
+//! exact search), [`order`] (neighbour-list order, search-time degree bound), [`renumber`]
+//! (graph-order node numbering of 4- and 8-bit indexes), [`metric`]
 //! (distance conventions), [`fitness`] (code-space fitness).
 
 #[macro_use]
@@ -21,6 +22,7 @@ mod huge;
 mod index;
 mod metric;
 mod order;
+mod renumber;
 pub mod rotation;
 mod search;
 pub mod sq;

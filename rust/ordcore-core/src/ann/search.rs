@@ -28,9 +28,14 @@ pub(super) fn exact_top_k<'a>(
 }
 
 /// The `k` smallest `(distance, node)` pairs, sorted, ties to the smaller node.
-fn top_k(mut all: Vec<(f32, u32)>, k: usize) -> Vec<(f32, u32)> {
+fn top_k(all: Vec<(f32, u32)>, k: usize) -> Vec<(f32, u32)> {
+    top_k_by(all, k, |i| i)
+}
+
+/// [`top_k`] with ties to the smaller `tie(node)` (distinct per node).
+fn top_k_by(mut all: Vec<(f32, u32)>, k: usize, tie: impl Fn(u32) -> u32) -> Vec<(f32, u32)> {
     let kk = k.min(all.len());
-    let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let cmp = |a: &(f32, u32), b: &(f32, u32)| a.0.total_cmp(&b.0).then(tie(a.1).cmp(&tie(b.1)));
     if kk < all.len() && kk > 0 {
         all.select_nth_unstable_by(kk - 1, cmp);
         all.truncate(kk);
@@ -142,23 +147,24 @@ const GROUP: usize = 4;
 pub(super) const START_SAMPLE: usize = 64;
 
 /// Where the beam of query form `qc` starts: the nearest (by code distance, ties to the
-/// smaller node) of the index entry and [`START_SAMPLE`] nodes spread evenly over the node
-/// numbers (`t * n / START_SAMPLE`). A start near the query saves the first hops from the
-/// entry (the role of the upper layers of HNSW); the sample is the same for every query,
-/// so its codes stay in cache.
+/// earlier insertion rank `rank`) of the index entry and the `sample` nodes (those of
+/// insertion ranks `t * n / START_SAMPLE`, so the start does not depend on the numbering,
+/// see [`super::renumber`]). A start near the query saves the first hops from the entry
+/// (the role of the upper layers of HNSW); the sample is the same for every query, so its
+/// codes stay in cache.
 pub(super) fn start_node<D: super::codes::CodeDist>(
     g: &graph::GraphRef<'_, D>,
     qc: &[u64],
     entry: u32,
+    sample: &[u32],
+    rank: &[u32],
 ) -> u32 {
-    let n = g.n();
-    let m = START_SAMPLE.min(n);
-    let mut best = (g.d(qc, entry), entry);
-    for t in 0..m {
-        let i = (t * n / m) as u32;
-        best = best.min((g.d(qc, i), i));
+    let key = |i: u32| (g.d(qc, i), rank[i as usize], i);
+    let mut best = key(entry);
+    for &i in sample {
+        best = best.min(key(i));
     }
-    best.1
+    best.2
 }
 
 impl BQGraphIndex {
@@ -272,6 +278,10 @@ impl BQGraphIndex {
         };
         let vecs = self.vectors.as_slice();
         let compact = self.compact.as_ref();
+        // Ties of exact distances (and, without rerank, of code distances) in results go to
+        // the earlier insertion rank, so results do not depend on the node numbering.
+        let rank = &self.rank[..];
+        let by_rank = |i: u32| rank[i as usize];
         // Exact distances of `qr` to nodes (rows decoded from a compact store).
         let exact = |qr: &[f32], nodes: &mut dyn Iterator<Item = u32>| -> Vec<(f32, u32)> {
             let mut buf = vec![0f32; dim];
@@ -286,7 +296,7 @@ impl BQGraphIndex {
         };
         let scan = |qr: &[f32]| {
             let mut live = (0..n_nodes as u32).filter(|&i| ok(i));
-            top_k(exact(qr, &mut live), k)
+            top_k_by(exact(qr, &mut live), k, by_rank)
         };
         enum Found {
             /// Nodes to score exactly (reranked with `rerank`, else kept in code order).
@@ -315,7 +325,7 @@ impl BQGraphIndex {
                     .map(|(qc, spill)| {
                         let b = graph::Beam::new(qc, beam, cap, None, Some(spill));
                         if self.params.bits > 2 {
-                            b.starting_at(start_node(&g, qc, self.entry))
+                            b.starting_at(start_node(&g, qc, self.entry, &self.start_sample, rank))
                         } else {
                             b
                         }
@@ -329,15 +339,15 @@ impl BQGraphIndex {
                     if cands.len() < target {
                         spill.sort_unstable();
                         cands.extend(spill.iter().copied().filter(live_in).take(target - cands.len()));
-                        cands.sort_unstable();
                     }
+                    cands.sort_unstable_by_key(|&(d, i)| (d, by_rank(i)));
                     if cands.len() < need && !rerank {
                         // Exact code ranking of the live nodes.
                         let mut all: Vec<(u32, u32)> = (0..n_nodes as u32)
                             .filter(|&i| ok(i))
                             .map(|i| (g.d(qc, i), i))
                             .collect();
-                        all.sort_unstable();
+                        all.sort_unstable_by_key(|&(d, i)| (d, by_rank(i)));
                         all.truncate(k);
                         return Found::Candidates(all.into_iter().map(|(_, i)| i).collect());
                     }
@@ -354,7 +364,9 @@ impl BQGraphIndex {
                 Found::Candidates(cands) => {
                     let mut res = exact(qr, &mut cands.iter().copied());
                     if rerank {
-                        res.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+                        res.sort_unstable_by(|a, b| {
+                            a.0.total_cmp(&b.0).then(by_rank(a.1).cmp(&by_rank(b.1)))
+                        });
                     }
                     res
                 }

@@ -196,12 +196,15 @@ fn scalar_fitness_scores_exactly_as_search_does() {
         let scorer = fitness::ScalarCodes::new(&rows, dim, bits, metric, rot).unwrap();
         let dist = idx.sq_dist();
         let cw = idx.cw;
+        // Row `j` is the node of insertion rank `j` (the nodes are renumbered in graph order).
+        let by_rank = idx.nodes_by_rank();
         for i in [0usize, 17, 299] {
             let mut out = vec![0f32; n];
             fitness::CodeScorer::scores(&scorer, i, &mut out);
             let qf = idx.encode_query(&rows[i * dim..(i + 1) * dim]).unwrap();
             for (j, &o) in out.iter().enumerate() {
-                let want = dist.query_distance(&qf, &idx.codes[j * cw..(j + 1) * cw]);
+                let node = by_rank[j] as usize;
+                let want = dist.query_distance(&qf, &idx.codes[node * cw..(node + 1) * cw]);
                 assert_eq!(o.to_bits(), want.to_bits(), "bits {bits} row {i} vs {j}");
             }
         }
@@ -346,10 +349,16 @@ fn scalar_searches_start_at_the_nearest_sampled_node() {
             let (start, beam) = with_graph!(idx, g => {
                 let mut best = (g.d(&qc, idx.entry), idx.entry);
                 for t in 0..search::START_SAMPLE {
-                    let i = (t * n / search::START_SAMPLE) as u32;
-                    best = best.min((g.d(&qc, i), i));
+                    // The node of insertion rank t * n / START_SAMPLE (ties to the earlier rank).
+                    let r = (t * n / search::START_SAMPLE) as u32;
+                    let i = idx.rank.iter().position(|&x| x == r).unwrap() as u32;
+                    let (bd, bi) = best;
+                    let d = g.d(&qc, i);
+                    if (d, r) < (bd, idx.rank[bi as usize]) {
+                        best = (d, i);
+                    }
                 }
-                assert_eq!(search::start_node(&g, &qc, idx.entry), best.1);
+                assert_eq!(search::start_node(&g, &qc, idx.entry, &idx.start_sample, &idx.rank), best.1);
                 let start = if bits > 2 { best.1 } else { idx.entry };
                 (start, graph::beam_search(&g, &qc, start, ef, graph::dup_cap(ef), None, None))
             });
@@ -642,5 +651,144 @@ fn scalar_l2_scores_rank_the_neighbours_of_data_far_from_the_origin() {
             .unwrap();
         let recall = r[0].iter().sum::<f64>() / queries.len() as f64;
         assert!(recall >= floor, "bits {bits}: recall {recall}");
+    }
+}
+
+/// An independent check that the nodes are numbered in breadth-first order from the entry
+/// (neighbours in list order, unreached nodes after, in insertion order): the entry is
+/// node 0 and a walk from it meets the nodes as 0, 1, 2, ...
+fn assert_bfs_numbered(idx: &BQGraphIndex) {
+    let n = idx.n_nodes();
+    assert_eq!(idx.entry, 0);
+    let mut seen = vec![false; n];
+    let mut queue = std::collections::VecDeque::from([0u32]);
+    seen[0] = true;
+    let mut next = 1u32;
+    let mut reached = 1;
+    while let Some(p) = queue.pop_front() {
+        for &j in idx.neighbors(p as usize) {
+            if !seen[j as usize] {
+                seen[j as usize] = true;
+                assert_eq!(j, next, "node {j} met as the walk's node {next}");
+                next += 1;
+                reached += 1;
+                queue.push_back(j);
+            }
+        }
+    }
+    // Nodes the walk does not reach keep their insertion order after the reached ones.
+    let rest: Vec<u32> = (0..n).filter(|&i| !seen[i]).map(|i| idx.rank[i]).collect();
+    assert!(rest.windows(2).all(|w| w[0] < w[1]));
+    assert!(reached + rest.len() == n);
+}
+
+/// The nodes in insertion order: the same graph, unrenumbered.
+fn unrenumbered(idx: &BQGraphIndex) -> BQGraphIndex {
+    static COPIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "ordcore-unrenumbered-{}-{k}.ordann",
+        std::process::id()
+    ));
+    format::save(idx, &path).unwrap();
+    let mut u = format::load(&path, false).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let order = u.nodes_by_rank();
+    u.apply_order(&order).unwrap();
+    u.refresh_start_sample();
+    u
+}
+
+#[test]
+fn scalar_code_nodes_are_renumbered_in_graph_order_with_the_same_results() {
+    let (dim, n) = (24, 1500);
+    let x = gauss(n, dim, 41);
+    let q = gauss(60, dim, 42);
+    for (bits, dtype) in [
+        (8, store::RerankDtype::Float32),
+        (4, store::RerankDtype::Float16),
+        (8, store::RerankDtype::Int8),
+        (2, store::RerankDtype::Float32),
+    ] {
+        let mut p = params(dim, Metric::L2);
+        p.bits = bits;
+        let mut idx = BQGraphIndex::new(p).unwrap();
+        idx.set_rerank_dtype(dtype).unwrap();
+        let ids: Vec<i64> = (0..n as i64).map(|i| 7 * i + 3).collect();
+        idx.add(&x[..1000 * dim], Some(&ids[..1000]), None).unwrap();
+        let check = |idx: &BQGraphIndex, step: &str| {
+            if bits <= 2 {
+                assert!(!idx.renumbered(), "{step}");
+                return;
+            }
+            assert!(idx.renumbered(), "{step}: bits {bits}");
+            assert_bfs_numbered(idx);
+            let u = unrenumbered(idx);
+            assert!(!u.renumbered());
+            assert_eq!(idx.live_ids(), u.live_ids(), "{step}");
+            let live = idx.live_ids();
+            assert_eq!(idx.get(&live).unwrap(), u.get(&live).unwrap(), "{step}");
+            // The same graph: the same lists, by user id.
+            let u_node: std::collections::HashMap<i64, usize> =
+                u.ids.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+            for i in 0..idx.n_nodes() {
+                let a: Vec<i64> = idx
+                    .neighbors(i)
+                    .iter()
+                    .map(|&j| idx.ids[j as usize])
+                    .collect();
+                let ui = u_node[&idx.ids[i]];
+                let b: Vec<i64> = u.neighbors(ui).iter().map(|&j| u.ids[j as usize]).collect();
+                assert_eq!(a, b, "{step}: list of id {}", idx.ids[i]);
+            }
+            for (ef, rerank) in [(10, true), (24, true), (48, true), (16, false)] {
+                assert_eq!(
+                    idx.search(&q, 10, ef, rerank, None).unwrap(),
+                    u.search(&q, 10, ef, rerank, None).unwrap(),
+                    "{step}: bits {bits} ef {ef} rerank {rerank}"
+                );
+            }
+            let allow: Vec<i64> = live.iter().copied().step_by(3).collect();
+            let f = Some(Filter::Ids(&allow));
+            assert_eq!(
+                idx.search_filtered(&q, 10, 32, true, None, f, None)
+                    .unwrap(),
+                u.search_filtered(&q, 10, 32, true, None, f, None).unwrap(),
+                "{step}: filtered"
+            );
+        };
+        check(&idx, "first add");
+        idx.add(&x[1000 * dim..], Some(&ids[1000..]), None).unwrap();
+        check(&idx, "second add");
+        let order_before = idx.live_ids();
+        let gone: Vec<i64> = ids.iter().copied().step_by(5).collect();
+        idx.remove(&gone).unwrap();
+        check(&idx, "remove");
+        idx.compact().unwrap();
+        check(&idx, "compact");
+        let kept: Vec<i64> = order_before
+            .into_iter()
+            .filter(|i| !gone.contains(i))
+            .collect();
+        assert_eq!(idx.live_ids(), kept);
+        // The ranks survive a save (format version 5 when renumbered) and a mapped load.
+        let dir =
+            std::env::temp_dir().join(format!("ordcore-renumber-{}-{bits}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("i.ordann");
+        format::save(&idx, &path).unwrap();
+        let raw = std::fs::read(&path).unwrap();
+        let version = u32::from_le_bytes(raw[8..12].try_into().unwrap());
+        assert_eq!(version, if bits > 2 { 5 } else { 1 });
+        for mmap in [false, true] {
+            let l = format::load(&path, mmap).unwrap();
+            assert_eq!(l.rank, idx.rank);
+            assert_eq!(l.live_ids(), idx.live_ids());
+            assert_eq!(
+                l.search(&q, 10, 24, true, None).unwrap(),
+                idx.search(&q, 10, 24, true, None).unwrap()
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
