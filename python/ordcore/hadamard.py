@@ -261,6 +261,19 @@ def _fwht_impl(
         (_core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64)(
             rows, bool(normalized), inverse, nt)
         return x
+    return _fwht_general(x, axis, normalized, inverse, out, num_threads)
+
+
+def _fwht_general(
+    x: ArrayLike,
+    axis: int,
+    normalized: bool,
+    inverse: bool,
+    out: NDArray[Any] | None,
+    num_threads: int | None,
+) -> NDArray[Any]:
+    """:func:`_fwht_impl` for every layout (a function of its own: the closures' cells would
+    cost the fast path their allocation)."""
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
     _check_size("x", arr.shape[ax])
@@ -546,6 +559,17 @@ class RandomizedHadamard:
                 return res.reshape(x.shape) if out is None else out
             (core.rotate_inplace_f32 if f32 else core.rotate_inplace_f64)(rows, inverse, nt)
             return x
+        return self._apply_general(x, axis, out, num_threads, inverse)
+
+    def _apply_general(
+        self,
+        x: ArrayLike,
+        axis: int,
+        out: NDArray[Any] | None,
+        num_threads: int | None,
+        inverse: bool,
+    ) -> NDArray[Any]:
+        """:meth:`_apply` for every layout (separate, as :func:`_fwht_general`)."""
         arr = _as_input("x", x)
         _compute_dtype("x", arr.dtype)
         ax = _normalize_axis(axis, arr.ndim)
