@@ -553,6 +553,11 @@ for n in sizes:
         # many rows of a small n in one call (several rows per vector, ragged tails)
         many = rng.standard_normal((37, n)).astype(dt) if n <= 256 else xs
         digest.update(hadamard.fwht(many).tobytes())
+        # one row of at most 4096 elements (the binding's GIL-holding tiny path) equals the
+        # same row inside a batch large enough to go parallel
+        tiny = hadamard.fwht(xs[:1], normalized=False)
+        large = hadamard.fwht(np.repeat(xs[:1], 20000 // n + 1, axis=0), normalized=False)
+        assert np.array_equal(large, np.broadcast_to(tiny, large.shape)), (n, dt)
         ok = hadamard.is_supported_size(n)
         for group in (None, 4, 32):
             if group is not None and (n % group or n == group):
@@ -567,6 +572,8 @@ for n in sizes:
             # the C-contiguous fast path equals the general path (a column-major copy)
             assert np.array_equal(rot.forward(np.asfortranarray(xs)), r), (n, dt, group)
             assert np.array_equal(rot.inverse(np.asfortranarray(r)), back), (n, dt, group)
+            big = np.repeat(xs[:1], 20000 // n + 1, axis=0)
+            assert np.array_equal(rot.forward(big), np.broadcast_to(r[:1], big.shape)), (n, dt)
             digest.update(r.tobytes() + back.tobytes())
 print(json.dumps({"kernel": hadamard.kernel(), "worst": worst, "digest": digest.hexdigest()}))
 """
@@ -669,3 +676,9 @@ def test_rotation_fast_path_equals_the_general_path(dt: type) -> None:
     other = (np.float64 if dt == np.float32 else np.float32)
     with pytest.raises(TypeError, match="out: has dtype"):
         rot.forward(base, out=np.empty(base.shape, dtype=other))
+    # tiny inputs (held GIL in the binding) refuse a bad thread count like large ones
+    for n_rows in (1, 600):
+        with pytest.raises(ValueError, match="num_threads"):
+            rot.forward(np.ones((n_rows, 64), dtype=dt), num_threads=0)
+        with pytest.raises(ValueError, match="num_threads"):
+            had.fwht(np.ones((n_rows, 64), dtype=dt), num_threads=0)
