@@ -553,6 +553,11 @@ for n in sizes:
         # many rows of a small n in one call (several rows per vector, ragged tails)
         many = rng.standard_normal((37, n)).astype(dt) if n <= 256 else xs
         digest.update(hadamard.fwht(many).tobytes())
+        # one row of at most 4096 elements (the binding's GIL-holding tiny path) equals the
+        # same row inside a batch large enough to go parallel
+        tiny = hadamard.fwht(xs[:1], normalized=False)
+        large = hadamard.fwht(np.repeat(xs[:1], 20000 // n + 1, axis=0), normalized=False)
+        assert np.array_equal(large, np.broadcast_to(tiny, large.shape)), (n, dt)
         ok = hadamard.is_supported_size(n)
         for group in (None, 4, 32):
             if group is not None and (n % group or n == group):
@@ -564,6 +569,11 @@ for n in sizes:
             r2 = xs.copy()
             rot.forward(r2, out=r2)  # in place
             assert np.array_equal(r2, r), (n, dt, group)
+            # the C-contiguous fast path equals the general path (a column-major copy)
+            assert np.array_equal(rot.forward(np.asfortranarray(xs)), r), (n, dt, group)
+            assert np.array_equal(rot.inverse(np.asfortranarray(r)), back), (n, dt, group)
+            big = np.repeat(xs[:1], 20000 // n + 1, axis=0)
+            assert np.array_equal(rot.forward(big), np.broadcast_to(r[:1], big.shape)), (n, dt)
             digest.update(r.tobytes() + back.tobytes())
 print(json.dumps({"kernel": hadamard.kernel(), "worst": worst, "digest": digest.hexdigest()}))
 """
@@ -633,3 +643,42 @@ def test_out_aliasing_rules_on_the_fast_path(dt: type) -> None:
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         had.fwht(ro, out=ro)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+def test_rotation_fast_path_equals_the_general_path(dt: type) -> None:
+    """RandomizedHadamard on C-contiguous rows of its dtype (new array, in place, separate
+    out) gives the bits of the general path (a column-major copy, axis 0 of the transpose),
+    leaves x untouched unless in place, and refuses what it refused before."""
+    base = rand((6, 64), seed=23).astype(dt)
+    rot = had.RandomizedHadamard(64, seed=9, blocks=2, dtype=dt)
+    for inverse in (False, True):
+        apply = rot.inverse if inverse else rot.forward
+        general = apply(np.asfortranarray(base))
+        np.testing.assert_array_equal(apply(base.T.copy(), axis=0), general.T)
+        x = base.copy()
+        np.testing.assert_array_equal(apply(x), general)
+        np.testing.assert_array_equal(x, base)
+        sep = np.full_like(x, 7)
+        assert apply(x, out=sep) is sep
+        np.testing.assert_array_equal(sep, general)
+        np.testing.assert_array_equal(x, base)
+        assert apply(x, out=x) is x
+        np.testing.assert_array_equal(x, general)
+        np.testing.assert_array_equal(apply(base.reshape(2, 3, 64)), general.reshape(2, 3, 64))
+        np.testing.assert_array_equal(apply(base[0]), general[0])
+    ro = base.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        rot.forward(ro, out=ro)
+    with pytest.raises(ValueError, match="x: has length 32"):
+        rot.forward(base[:, :32].copy())
+    other = (np.float64 if dt == np.float32 else np.float32)
+    with pytest.raises(TypeError, match="out: has dtype"):
+        rot.forward(base, out=np.empty(base.shape, dtype=other))
+    # tiny inputs (held GIL in the binding) refuse a bad thread count like large ones
+    for n_rows in (1, 600):
+        with pytest.raises(ValueError, match="num_threads"):
+            rot.forward(np.ones((n_rows, 64), dtype=dt), num_threads=0)
+        with pytest.raises(ValueError, match="num_threads"):
+            had.fwht(np.ones((n_rows, 64), dtype=dt), num_threads=0)

@@ -38,7 +38,7 @@ bit-identical signs) and return the same kind of array.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
@@ -189,15 +189,14 @@ def _rows_transform(
     return result if last else np.ascontiguousarray(np.moveaxis(result, -1, axis))
 
 
-def _fwht_impl(
-    x: ArrayLike,
-    axis: int,
-    normalized: bool,
-    inverse: bool,
-    out: NDArray[Any] | None,
-    num_threads: int | None,
-) -> NDArray[Any]:
-    if (
+def _fast_layout(x: object, axis: object, out: Any) -> TypeGuard[NDArray[Any]]:
+    """Whether a call takes the fast path: ``x`` a non-empty native float32/float64 ndarray,
+    C-contiguous, transformed along its last axis, in place (``out is x``, writeable), into
+    a new array, or into a separate C-contiguous writeable ``out`` of its shape and dtype.
+    Small batches are dominated by per-call overhead, so these skip the general layout
+    handling of :func:`_rows_transform`; every other call goes the general way (which
+    raises the errors)."""
+    return (
         type(x) is np.ndarray
         and (
             out is None
@@ -219,26 +218,62 @@ def _fwht_impl(
         and x.flags.c_contiguous
         and (out is not x or x.flags.writeable)
         and x.size > 0
-        and _core.hadamard_is_supported_size(x.shape[-1])
-    ):
-        # The common case (native float32/float64 rows, last axis, C-contiguous, in place,
-        # into a new array or into a separate C-contiguous out) without the general layout
-        # handling: small batches are dominated by per-call overhead.
-        # num_threads_arg's bound is never below 64
-        nt = (num_threads if num_threads is None
-              or (type(num_threads) is int and 1 <= num_threads <= 64)
-              else num_threads_arg(num_threads))
+    )
+
+
+def _fast_threads(num_threads: Any) -> int | None:
+    """``num_threads_arg(num_threads)`` without the call for the common values (its bound
+    is never below 64)."""
+    if num_threads is None or (type(num_threads) is int and 1 <= num_threads <= 64):
+        return num_threads
+    return num_threads_arg(num_threads)
+
+
+def _rows_of(x: NDArray[Any]) -> NDArray[Any]:
+    """The C-contiguous ``x`` as ``(rows, n)`` (``x`` itself when already 2-D)."""
+    return x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+
+
+def _new_or_out(rows: NDArray[Any], out: NDArray[Any] | None) -> NDArray[Any]:
+    """A new array of ``rows``'s shape and dtype, or ``out`` viewed as ``(rows, n)``."""
+    if out is None:
+        return np.empty(rows.shape, dtype=rows.dtype)
+    return _rows_of(out)
+
+
+def _fwht_impl(
+    x: ArrayLike,
+    axis: int,
+    normalized: bool,
+    inverse: bool,
+    out: NDArray[Any] | None,
+    num_threads: int | None,
+) -> NDArray[Any]:
+    if _fast_layout(x, axis, out) and _core.hadamard_is_supported_size(x.shape[-1]):
+        nt = _fast_threads(num_threads)
         f32 = x.dtype.char == "f"
-        rows = x.reshape(-1, x.shape[-1])
+        rows = _rows_of(x)
         if out is not x:
-            res: NDArray[Any] = (np.empty(rows.shape, dtype=x.dtype) if out is None
-                                 else out.reshape(rows.shape))
+            res = _new_or_out(rows, out)
             (_core.hadamard_fwht_f32 if f32 else _core.hadamard_fwht_f64)(
                 rows, res, bool(normalized), inverse, nt)
             return res.reshape(x.shape) if out is None else out
         (_core.hadamard_fwht_inplace_f32 if f32 else _core.hadamard_fwht_inplace_f64)(
             rows, bool(normalized), inverse, nt)
         return x
+    return _fwht_general(x, axis, normalized, inverse, out, num_threads)
+
+
+def _fwht_general(
+    x: ArrayLike,
+    axis: int,
+    normalized: bool,
+    inverse: bool,
+    out: NDArray[Any] | None,
+    num_threads: int | None,
+) -> NDArray[Any]:
+    """:func:`_fwht_impl` for every layout (a function of its own: the closures' cells would
+    cost the fast path their allocation)."""
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
     _check_size("x", arr.shape[ax])
@@ -308,7 +343,7 @@ def fwht(
     MemoryError
         The scratch row would not fit in memory.
     """
-    if _gpu.is_device_array(x):
+    if type(x) is not np.ndarray and _gpu.is_device_array(x):
         return _gpu.hadamard.fwht(x, axis=axis, normalized=normalized, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(x, axis, normalized, False, out, num_threads)
 
@@ -328,7 +363,7 @@ def ifwht(
     also the adjoint (backward pass) of the normalized transform. Parameters, returns and
     errors as for :func:`fwht`.
     """
-    if _gpu.is_device_array(y):
+    if type(y) is not np.ndarray and _gpu.is_device_array(y):
         return _gpu.hadamard.fwht(y, axis=axis, normalized=normalized, inverse=True, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(y, axis, normalized, True, out, num_threads)
 
@@ -511,8 +546,30 @@ class RandomizedHadamard:
         num_threads: int | None,
         inverse: bool,
     ) -> NDArray[Any]:
-        if _gpu.is_device_array(x):
+        if type(x) is not np.ndarray and _gpu.is_device_array(x):
             return self._apply_gpu(x, axis, out, inverse)  # type: ignore[no-any-return]
+        if _fast_layout(x, axis, out) and x.dtype == self._dtype and x.shape[-1] == self._core.n:
+            nt = _fast_threads(num_threads)
+            rows = _rows_of(x)
+            f32 = x.dtype.char == "f"
+            core = self._core
+            if out is not x:
+                res = _new_or_out(rows, out)
+                (core.rotate_into_f32 if f32 else core.rotate_into_f64)(rows, res, inverse, nt)
+                return res.reshape(x.shape) if out is None else out
+            (core.rotate_inplace_f32 if f32 else core.rotate_inplace_f64)(rows, inverse, nt)
+            return x
+        return self._apply_general(x, axis, out, num_threads, inverse)
+
+    def _apply_general(
+        self,
+        x: ArrayLike,
+        axis: int,
+        out: NDArray[Any] | None,
+        num_threads: int | None,
+        inverse: bool,
+    ) -> NDArray[Any]:
+        """:meth:`_apply` for every layout (separate, as :func:`_fwht_general`)."""
         arr = _as_input("x", x)
         _compute_dtype("x", arr.dtype)
         ax = _normalize_axis(axis, arr.ndim)

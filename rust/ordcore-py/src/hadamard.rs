@@ -9,17 +9,25 @@ use ordcore_core::hadamard as core;
 use pyo3::prelude::*;
 
 use crate::errors::invalid;
-use crate::runtime::{run, run_small};
+use crate::runtime::{run, run_small, run_tiny};
+
+/// Inputs of at most this many elements (a few microseconds of work) run by `run_tiny`:
+/// GIL kept, no signal-handler check. On 8 rows of n = 256 that halves what the binding
+/// adds to the transform.
+const TINY_LEN: usize = 1 << 12;
 
 /// `run`, or `run_small` (on the calling thread) when the core would not split `len`
-/// elements across threads or one thread was asked for (then kept serial).
+/// elements across threads or one thread was asked for (then kept serial), or `run_tiny`
+/// for at most `TINY_LEN` elements (always serial: below `PARALLEL_THRESHOLD`).
 fn run_sized<T: Send>(
     py: Python<'_>,
     num_threads: Option<usize>,
     len: usize,
     f: impl FnOnce() -> ordcore_core::Result<T> + Send,
 ) -> PyResult<T> {
-    if num_threads == Some(1) {
+    if len <= TINY_LEN {
+        run_tiny(py, num_threads, f)
+    } else if num_threads == Some(1) {
         run_small(py, num_threads, move || core::serial(f))
     } else if len < ordcore_core::PARALLEL_THRESHOLD {
         run_small(py, num_threads, f)

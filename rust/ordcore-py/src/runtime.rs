@@ -210,6 +210,27 @@ where
     run_maybe_inline(py, num_threads, true, f)
 }
 
+/// [`run_small`] for a call so small (a few microseconds of work) that neither Ctrl-C nor
+/// other Python threads can notice it: `f` runs on the calling thread with the GIL held and
+/// without [`chain_sigint`]'s `sigaction` system call, which together cost about as much as
+/// the work (a Ctrl-C landing meanwhile is raised by CPython right after the call returns).
+/// Core errors and panics map as in [`run`]; `num_threads` is still validated.
+pub fn run_tiny<T, F>(py: Python<'_>, num_threads: Option<usize>, f: F) -> PyResult<T>
+where
+    F: FnOnce() -> ordcore_core::Result<T>,
+{
+    if num_threads == Some(0) {
+        return Err(invalid(
+            "num_threads",
+            "must be at least 1 (or None for all cores)",
+        ));
+    }
+    let guard = InFlight::enter();
+    let outcome = catch_unwind(AssertUnwindSafe(f));
+    drop(guard);
+    finish(py, outcome.map(Ok::<_, String>))
+}
+
 fn run_maybe_inline<T, F>(
     py: Python<'_>,
     num_threads: Option<usize>,
@@ -242,6 +263,14 @@ where
         }))
     });
     drop(guard);
+    finish(py, outcome)
+}
+
+/// The value of `f`, or the Python exception for its core error, pool error or panic.
+fn finish<T>(
+    py: Python<'_>,
+    outcome: std::thread::Result<Result<ordcore_core::Result<T>, String>>,
+) -> PyResult<T> {
     match outcome {
         Ok(Ok(Ok(value))) => Ok(value),
         Ok(Ok(Err(ordcore_core::Error::Interrupted))) => Err(interrupted(py)),

@@ -321,7 +321,11 @@ pub fn fwht_inplace<T: Real>(
     let plan = Plan::new("n", n)?;
     check_rows("rows", rows.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
-    crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.scratch_len() > 0 {
+        // Only rows that need a scratch row ask (power-of-two rows need none): the check
+        // makes system calls (sysinfo, getrlimit) that cost about as much as a small call.
+        crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    }
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call.
         return for_each_chunk(rows, n, |chunk| {
@@ -345,7 +349,11 @@ pub fn fwht_into<T: Real>(
     let plan = Plan::new("n", n)?;
     check_rows_into(src.len(), dst.len(), n)?;
     let scale = norm_scale::<T>(n, normalized, inverse);
-    crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    if plan.scratch_len() > 0 {
+        // Only rows that need a scratch row ask (power-of-two rows need none): the check
+        // makes system calls (sysinfo, getrlimit) that cost about as much as a small call.
+        crate::memory::ensure_array::<T>("n", plan.scratch_len() as u128)?;
+    }
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call, the copy fused into the
         // first pass of each row.
