@@ -235,6 +235,22 @@ def test_h5_float16_no_overflow() -> None:
     np.testing.assert_array_equal(y[1:], 0)
 
 
+def test_float16_result_beyond_its_range_is_inf_without_a_warning() -> None:
+    """An unnormalized float16 transform whose result exceeds float16's range gives inf
+    there (documented), in a new array and through ``out=``, and raises no NumPy overflow
+    warning (which ``-W error`` would turn into an exception)."""
+    import warnings
+
+    x = np.full(4096, 60000, dtype=np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = had.fwht(x, normalized=False)
+        out = np.empty_like(x)
+        had.fwht(x, normalized=False, out=out)
+    assert np.isinf(y[0]) and (y[1:] == 0).all()
+    np.testing.assert_array_equal(out, y)
+
+
 def test_h6_unsupported_size() -> None:
     with pytest.raises(ValueError, match=r"137.*128.*140.*pad_to_supported") as ei:
         had.fwht(np.ones(137))

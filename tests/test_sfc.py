@@ -895,3 +895,15 @@ def test_deserialize_of_a_serialization_uses_its_curve(curve: str) -> None:
     other = "z" if curve != "z" else "hilbert"
     with pytest.raises(InvalidArgumentError, match="order: .* differs from the curve"):
         sfc.deserialize(s, other)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ndim", [2, 3, 4])
+@pytest.mark.parametrize("bad", ["yes", None, 1])
+def test_decode_separate_must_be_a_bool(ndim: int, bad: object) -> None:
+    """``separate`` of a decoder is a bool for every ``ndim``: anything else raises an error
+    naming it (it was a bare TypeError for 2/3 dimensions and silently truthy above)."""
+    for decode in (sfc.hilbert_decode, sfc.morton_decode):
+        with pytest.raises(InvalidArgumentError, match="separate"):
+            decode(np.arange(8, dtype=np.uint64), 4, ndim, separate=bad)  # type: ignore[arg-type]
+    assert isinstance(sfc.morton_decode(np.arange(8, dtype=np.uint64), 4, ndim,
+                                        separate=np.bool_(True)), tuple)

@@ -545,7 +545,8 @@ class CodeChoice(_CodeChoiceKeys, total=False):
     """What :func:`choose_codes` returns and ``BQGraphIndex(bits="auto").choice`` holds."""
 
     #: The rerank store ``rerank_dtype="auto"`` picked with the codes (``BQGraphIndex.choice``
-    #: only, and not in files written before it; see :func:`_lossless_rerank_dtype`).
+    #: only; absent when ``rerank_dtype`` was given, whose store is not widened on later
+    #: adds, and in files written before it; see :func:`_lossless_rerank_dtype`).
     rerank_dtype: str
 
 
@@ -1642,8 +1643,12 @@ class BQGraphIndex:
         in graph order (renumbered breadth-first from the entry after each :meth:`add` and
         :meth:`compact`, so a search's lists and codes sit close in memory) with each node's
         insertion rank: format version 5, which ordcore releases before it refuse as newer.
-        ``ids``, search results and ties (equal distances go to the earlier-inserted id) are
-        the same as without the renumbering.
+        ``ids``, ``get``, filters and ``remove`` are as without the renumbering, and the
+        reranked results break exact-distance ties by insertion rank. The code-space beam
+        breaks its own ties by node number, so at an exact code-distance tie on the beam's
+        edge (duplicate vectors) a search, and ``rerank=False`` results, can differ from
+        those of an index without the renumbering; after a second ``add`` or a ``compact``
+        the graphs can differ slightly too (construction breaks ties by node number).
 
         Raises
         ------

@@ -509,12 +509,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="distance: cosine (1 - cos), ip (1 - <q, x>) or l2 (squared)")
     p.add_argument("--rerank-dtype", choices=["auto", "float32", "float16", "bfloat16", "int8"],
                    default="auto", help="element type of the vectors the exact rerank reads "
-                                        "(auto: float16 when it holds the data exactly, with "
-                                        "--bits auto; else float32)")
+                                        "(auto, with --bits auto: float16, else bfloat16, when "
+                                        "it holds the rows of the first add exactly, never "
+                                        "under cosine; else float32)")
     p.add_argument("--bits", choices=["auto", "1", "2", "4", "8"], default="auto",
                    help="code bits per dimension (auto: the cheapest code estimated to reach "
                         "recall@10 0.97 on the data, 8 bits over 4 when its hot path is "
-                        "within 25%%; 2: sign + magnitude, 1: sign, "
+                        "within 25%% (not with --rerank-dtype int8); 2: sign + magnitude, "
+                        "1: sign, "
                         "4 / 8: scalar codes scored against the query)")
     p.add_argument("--R", type=_positive_int, default=None,
                    help="max degree R of the graph (default 64; with 4/8-bit codes, chosen "

@@ -199,6 +199,11 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             dtype: OutDType, separate: bool,
             num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
     arr = _int_array(arg, codes, 1)
+    if not isinstance(separate, (bool, np.bool_)):
+        raise InvalidArgumentError(
+            f"separate: must be a bool, got {type(separate).__name__}"
+        )
+    separate = bool(separate)
     nd = _int_arg("ndim", ndim)
     if nd < 1:
         raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")

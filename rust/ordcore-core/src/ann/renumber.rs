@@ -11,10 +11,11 @@
 //!
 //! Public outputs do not depend on the numbering: each node keeps its insertion rank
 //! ([`BQGraphIndex::rank`], saved from format version 5 on), which orders `ids` and breaks
-//! ties of exact (and, without rerank, code) distances in results; the search start sample
-//! is picked by insertion rank. Inside the code-space beam, ties still go to the smaller
-//! node number (a search's candidates can differ at an exact code-distance tie on the
-//! beam's boundary; the reranked results of the tests' data sets are identical).
+//! ties of exact distances in reranked results and scans; the search start sample is
+//! picked by insertion rank. Inside the code-space beam, ties still go to the smaller node
+//! number, so a search's candidates, and results without rerank, can differ at an exact
+//! code-distance tie (duplicate vectors); the reranked results of the tests' data sets are
+//! identical.
 //!
 //! 1- and 2-bit indexes keep insertion numbering (their codes, files and results are as
 //! before). The environment variable `ORDCORE_ANN_RENUMBER=0` (read on each `add` and
