@@ -231,11 +231,42 @@ fn code_at(body: &[u8], bits: usize, i: usize) -> u8 {
     }
 }
 
+/// How the query is centred before its int8 rounding (experiment: `ORDCORE_ANN_QCENTER` =
+/// `none` | `mean` | `mid`, default `mean`).
+fn qcenter_mode() -> u8 {
+    static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| match std::env::var("ORDCORE_ANN_QCENTER").as_deref() {
+        Ok("none") => 0,
+        Ok("mid") => 2,
+        _ => 1,
+    })
+}
+
 /// Writes the query form of `q` (length `layout.dim`, transformed) with the exact term
-/// `qconst` into `out` (`layout.query_words()` words). See the module docs.
+/// `qconst` into `out` (`layout.query_words()` words). See the module docs. The int8 lanes
+/// round `q - mu` (`mu` the mean of the query's coordinates), so a common offset does not
+/// take up the int8 range; [`SqDist::query_distance`] adds `mu sum_i x'_i` back.
 pub fn encode_query(q: &[f32], qconst: f32, layout: SqLayout, out: &mut [u64]) {
     debug_assert_eq!(out.len(), layout.query_words());
-    let amax = q.iter().fold(0f32, |a, &v| a.max(v.abs()));
+    let mu = match qcenter_mode() {
+        0 => 0.0,
+        2 => {
+            let (lo, hi) = q
+                .iter()
+                .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+            if q.is_empty() {
+                0.0
+            } else {
+                0.5 * lo + 0.5 * hi
+            }
+        }
+        _ => {
+            let sum: f64 = q.iter().map(|&v| v as f64).sum();
+            (sum / q.len().max(1) as f64) as f32
+        }
+    };
+    let mu = if mu.is_finite() { mu } else { 0.0 };
+    let amax = q.iter().fold(0f32, |a, &v| a.max((v - mu).abs()));
     let s = amax / 127.0;
     let inv = if s > 0.0 { 1.0 / s } else { 0.0 };
     out.iter_mut().for_each(|w| *w = 0);
@@ -243,12 +274,12 @@ pub fn encode_query(q: &[f32], qconst: f32, layout: SqLayout, out: &mut [u64]) {
     let body = bytes_of_mut(body);
     let mut sum = 0i32;
     for (b, &v) in body.iter_mut().zip(q) {
-        let qi = round_ties_away(v * inv).clamp(-127, 127) as i8;
+        let qi = round_ties_away((v - mu) * inv).clamp(-127, 127) as i8;
         sum += qi as i32;
         *b = qi as u8;
     }
     head[0] = pack(s.to_bits(), sum as u32);
-    head[1] = pack(qconst.to_bits(), 0);
+    head[1] = pack(qconst.to_bits(), mu.to_bits());
 }
 
 /// The SIMD kernels of the scalar codes, slowest first. The fastest one the CPU supports is
@@ -394,11 +425,15 @@ impl SqDist {
         let dot = self.kernel.dot_query(self.layout.bits, body, qb);
         let (s, qsum) = lo_hi(q[0]);
         let (s, qsum) = (f32::from_bits(s), qsum as i32);
-        let qconst = f32::from_bits(q[1] as u32);
+        let (qconst, mu) = lo_hi(q[1]);
+        let (qconst, mu) = (f32::from_bits(qconst), f32::from_bits(mu));
         let (lo, delta) = lo_hi(c[0]);
         let (lo, delta) = (f32::from_bits(lo), f32::from_bits(delta));
-        let extra = f32::from_bits(c[1] as u32);
-        let ip = s * (lo * qsum as f32 + delta * dot as f32);
+        let (extra, csum) = lo_hi(c[1]);
+        let extra = f32::from_bits(extra);
+        // `sum_i x'_i` over the `dim` coordinates (padding lanes have code 0 and no `lo`).
+        let xsum = self.layout.dim as f32 * lo + delta * csum as f32;
+        let ip = s * (lo * qsum as f32 + delta * dot as f32) + mu * xsum;
         match self.metric {
             SqMetric::L2 => qconst + extra - 2.0 * ip,
             SqMetric::Dot => 1.0 - (ip + qconst + extra),
@@ -700,7 +735,10 @@ mod tests {
         decode(d, layout, &mut xd);
         let s = f32::from_bits(q[0] as u32) as f64;
         let qb = bytes_of(&q[HEADER_WORDS..]);
-        let qf: Vec<f64> = (0..layout.dim).map(|i| qb[i] as i8 as f64 * s).collect();
+        let mu = f32::from_bits((q[1] >> 32) as u32) as f64;
+        let qf: Vec<f64> = (0..layout.dim)
+            .map(|i| qb[i] as i8 as f64 * s + mu)
+            .collect();
         let qconst = f32::from_bits(q[1] as u32) as f64;
         let ec = f32::from_bits(c[1] as u32) as f64;
         let ed = f32::from_bits(d[1] as u32) as f64;
