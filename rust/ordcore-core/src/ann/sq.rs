@@ -44,7 +44,13 @@
 //! |m|^2` under cosine / ip), `mu` (f32 bits); then `lanes` int8 values (past `D`: 0).
 //! Rounding `q` itself on one scale spends the int8 range on a common offset: on l2 data
 //! offset by 100 with unit spread (3000 x 32, `rotation=None`, `ef_search` 64) recall@10
-//! was 0.706 / 0.717 at 4 / 8 bits, 0.9985 / 0.999 with `q - mu`.
+//! was 0.706 / 0.717 at 4 / 8 bits, 0.9985 / 0.999 with `q - mu` (the midrange as `mu`:
+//! 0.9995 / 0.9985). Elsewhere about neutral (`benches/ann_build.py --reps 1`, the same
+//! graph each time): SIFT 200k `bits=8` recall@10 at `ef_search` 12 / 16 / 24 / 32 0.924 /
+//! 0.948 / 0.967 / 0.972 -> 0.929 / 0.947 / 0.965 / 0.971 (midrange 0.933 / 0.952 / 0.967 /
+//! 0.972), QPS within run-to-run noise; SIFT 20k `bits=8` 0.941 / 0.965 / 0.985 / 0.990 ->
+//! 0.941 / 0.966 / 0.986 / 0.990; glosses 20k `bits=4,rotation=hadamard` (cosine) 0.933 /
+//! 0.976 / 0.989 / 0.994 -> 0.933 / 0.976 / 0.989 / 0.995.
 //!
 //! # Distances
 //! The integer dot products `sum qi c_i` (asymmetric) and `sum c_i e_i` (two codes) are exact
