@@ -381,3 +381,18 @@ def test_index_files_before_the_automatic_rerank_store_load(tmp_path: Path) -> N
         target.save(path)
         with pytest.raises(ordcore.IndexFormatError, match="old.ordann"):
             ann.BQGraphIndex.load(path)
+
+
+@pytest.mark.parametrize("bits", [4, 8, "auto"])
+def test_scalar_codes_serve_data_with_a_large_common_offset(bits: object) -> None:
+    """The query's int8 form rounds the query minus its mean, so data whose common offset
+    (100) dwarfs its spread (1) keeps its neighbours without a rotation (recall@10 about
+    0.999 at ``ef_search`` 64; 0.71 when the query itself was rounded on one scale)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((3000, 32)).astype(np.float32) + 100
+    q = x[:200] + np.float32(0.3) * rng.standard_normal((200, 32)).astype(np.float32)
+    extra = {} if bits == "auto" else {"rotation": None}
+    idx = ann.BQGraphIndex(32, metric="l2", bits=bits, **extra)  # type: ignore[arg-type]
+    idx.add(x)
+    truth, _ = ann.exact_search(x, q, 10, "l2")
+    assert ann.recall_at_k(idx.search(q, 10, ef_search=64)[0], truth) >= 0.97

@@ -241,42 +241,14 @@ fn code_at(body: &[u8], bits: usize, i: usize) -> u8 {
     }
 }
 
-/// How the query is centred before its int8 rounding (experiment: `ORDCORE_ANN_QCENTER` =
-/// `none` | `mean` | `mid`, default `mean`).
-fn qcenter_mode() -> u8 {
-    static MODE: std::sync::OnceLock<u8> = std::sync::OnceLock::new();
-    *MODE.get_or_init(|| match std::env::var("ORDCORE_ANN_QCENTER").as_deref() {
-        Ok("none") => 0,
-        Ok("mid") => 2,
-        _ => 1,
-    })
-}
-
 /// Writes the query form of `q` (length `layout.dim`, transformed) with the exact term
 /// `qconst` into `out` (`layout.query_words()` words). See the module docs. The int8 lanes
 /// round `q - mu` (`mu` the mean of the query's coordinates), so a common offset does not
 /// take up the int8 range; [`SqDist::query_distance`] adds `mu sum_i x'_i` back.
 pub fn encode_query(q: &[f32], qconst: f32, layout: SqLayout, out: &mut [u64]) {
     debug_assert_eq!(out.len(), layout.query_words());
-    let mu = match qcenter_mode() {
-        0 => 0.0,
-        2 => {
-            let (lo, hi) = q
-                .iter()
-                .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &v| {
-                    (l.min(v), h.max(v))
-                });
-            if q.is_empty() {
-                0.0
-            } else {
-                0.5 * lo + 0.5 * hi
-            }
-        }
-        _ => {
-            let sum: f64 = q.iter().map(|&v| v as f64).sum();
-            (sum / q.len().max(1) as f64) as f32
-        }
-    };
+    let sum: f64 = q.iter().map(|&v| v as f64).sum();
+    let mu = (sum / q.len().max(1) as f64) as f32;
     let mu = if mu.is_finite() { mu } else { 0.0 };
     let amax = q.iter().fold(0f32, |a, &v| a.max((v - mu).abs()));
     let s = amax / 127.0;
