@@ -116,6 +116,12 @@ pub trait Word:
     fn from_u64(v: u64) -> Self;
     /// Bitwise or.
     fn or(self, o: Self) -> Self;
+    /// Bitwise exclusive or.
+    fn xor(self, o: Self) -> Self;
+    /// Bitwise and.
+    fn and(self, o: Self) -> Self;
+    /// All ones where bit `q` of `self` is set, else zero (`q < BITS`).
+    fn bit_mask(self, q: u32) -> Self;
     /// Left shift (`s < BITS`).
     fn shl(self, s: u32) -> Self;
     /// Right shift (`s < BITS`).
@@ -146,6 +152,18 @@ macro_rules! impl_word {
             #[inline(always)]
             fn or(self, o: Self) -> Self {
                 self | o
+            }
+            #[inline(always)]
+            fn xor(self, o: Self) -> Self {
+                self ^ o
+            }
+            #[inline(always)]
+            fn and(self, o: Self) -> Self {
+                self & o
+            }
+            #[inline(always)]
+            fn bit_mask(self, q: u32) -> Self {
+                ((self >> q) & 1).wrapping_neg()
             }
             #[inline(always)]
             fn shl(self, s: u32) -> Self {
@@ -745,6 +763,175 @@ fn h3_decode<U: Word, O: Word, L: Word>(
     acc
 }
 
+/// Skilling's transpose-to-axes step in lanes of `L` ("Programming the Hilbert curve", AIP
+/// Conf. Proc. 707, 2004, the algorithm `hilbertcurve` implements): `x, y, z` hold the
+/// transposed index (the code's Morton de-interleave, coordinate 0 most significant) and
+/// become the point. A Gray decode, then one branch-free pass of invert/exchange steps per
+/// bit level above the lowest, level-major so that each pass is one vectorized loop over
+/// the block (no table lookups: the state walk's gathers cost about 0.6 ns a level).
+///
+/// Level `q` reads bit `q` and changes only the bits below it, so the levels below
+/// `T::BITS` run on the low parts in lanes of `T`, those below `S::BITS` in lanes of `S`
+/// (wider types hold fewer lanes a vector), the rest in lanes of `L`; pass `S = L` or
+/// `T = S` to skip a tier.
+#[inline(always)]
+fn h3_skilling<L: Word, S: Word, T: Word>(x: &mut [L], y: &mut [L], z: &mut [L], nbits: u32) {
+    let n = x.len();
+    let (y, z) = (&mut y[..n], &mut z[..n]);
+    for ((a, b), c) in x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut()) {
+        let t = c.shr(1);
+        *c = c.xor(*b);
+        *b = b.xor(*a);
+        *a = a.xor(t);
+    }
+    let t_to = nbits.min(T::BITS);
+    let s_to = nbits.min(S::BITS);
+    sk_levels_in::<L, T>(x, y, z, 1, t_to);
+    sk_levels_in::<L, S>(x, y, z, t_to, s_to);
+    sk_levels(x, y, z, s_to, nbits);
+}
+
+/// Levels `from .. to` (`to <= S::BITS`) of [`h3_skilling`] run on the low `S::BITS` bits
+/// of each value, in lanes of `S`.
+#[inline(always)]
+fn sk_levels_in<L: Word, S: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
+    if from >= to {
+        return;
+    }
+    if S::BITS >= L::BITS {
+        sk_levels(x, y, z, from, to);
+        return;
+    }
+    let n = x.len();
+    let mut lo = [[S::default(); BLOCK]; 3];
+    let [lx, ly, lz] = &mut lo;
+    let (lx, ly, lz) = (&mut lx[..n], &mut ly[..n], &mut lz[..n]);
+    for (l, v) in [(&mut *lx, &*x), (&mut *ly, &*y), (&mut *lz, &*z)] {
+        for (o, &w) in l.iter_mut().zip(v.iter()) {
+            *o = cast(w);
+        }
+    }
+    sk_levels(lx, ly, lz, from, to);
+    let high = L::from_u64(u64::MAX << S::BITS);
+    for (v, l) in [(x, &*lx), (y, &*ly), (z, &*lz)] {
+        for (o, &w) in v.iter_mut().zip(l.iter()) {
+            *o = o.and(high).or(cast(w));
+        }
+    }
+}
+
+/// Levels `from .. to` of [`h3_skilling`]: four a pass (one load and store of the block
+/// per four levels), then the rest.
+#[inline(always)]
+fn sk_levels<L: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
+    let mut q = from;
+    while q + 4 <= to {
+        sk_pass::<L, 4>(x, y, z, q);
+        q += 4;
+    }
+    match to - q {
+        3 => sk_pass::<L, 3>(x, y, z, q),
+        2 => sk_pass::<L, 2>(x, y, z, q),
+        1 => sk_pass::<L, 1>(x, y, z, q),
+        _ => {}
+    }
+}
+
+/// Levels `q0 .. q0 + K` of [`h3_skilling`] over a block.
+#[inline(always)]
+fn sk_pass<L: Word, const K: usize>(x: &mut [L], y: &mut [L], z: &mut [L], q0: u32) {
+    let n = x.len();
+    let (y, z) = (&mut y[..n], &mut z[..n]);
+    for ((a, b), c) in x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut()) {
+        let (mut a0, mut b0, mut c0) = (*a, *b, *c);
+        for k in 0..K as u32 {
+            let q = q0 + k;
+            let p = L::from_u64((1u64 << q) - 1);
+            // Axis 2, then 1: where its bit q is set, invert the low bits of axis 0, else
+            // exchange the low bits of axis 0 and this axis.
+            let m = c0.bit_mask(q);
+            let t = a0.xor(c0).and(p).and(m.xor(p));
+            a0 = a0.xor(t).xor(p.and(m));
+            c0 = c0.xor(t);
+            let m = b0.bit_mask(q);
+            let t = a0.xor(b0).and(p).and(m.xor(p));
+            a0 = a0.xor(t).xor(p.and(m));
+            b0 = b0.xor(t);
+            // Axis 0: invert where set (its exchange with itself is nothing).
+            a0 = a0.xor(p.and(a0.bit_mask(q)));
+        }
+        (*a, *b, *c) = (a0, b0, c0);
+    }
+}
+
+/// Coordinates of one chunk of 3-D Hilbert indices by [`h3_skilling`] in lanes of `L`
+/// (which must hold `nbits` bits), the Morton de-interleave in lanes of `W` (which must
+/// hold the code) or, with `fast9`, by the AVX-512 VBMI/GFNI kernel where it takes these
+/// types. Returns the OR of the codes.
+#[inline(always)]
+fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
+    codes: &[U],
+    dst: &mut Dst<'_, O>,
+    nbits: u32,
+    fast9: bool,
+) -> U {
+    let mut acc = U::default();
+    let mut xb = [L::default(); BLOCK];
+    let mut yb = [L::default(); BLOCK];
+    let mut zb = [L::default(); BLOCK];
+    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
+        let n = cb.len();
+        let (x, y, z) = (&mut xb[..n], &mut yb[..n], &mut zb[..n]);
+        let mut cols = Dst::Cols([x, y, z]);
+        #[cfg(target_arch = "x86_64")]
+        let done = if fast9 && morton3_dec_fits::<U, L>(nbits, false) {
+            // SAFETY: `fast9` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked the
+            // types; Skilling's transposed index has coordinate 0 most significant.
+            let (d, a) = unsafe { morton3_dec_prefix(cb, 0, &mut cols, [2, 1, 0], nbits) };
+            acc = acc.or(U::from_u64(a));
+            d
+        } else {
+            0
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = {
+            let _ = fast9;
+            0
+        };
+        for &c in &cb[done..] {
+            acc = acc.or(c);
+        }
+        put3(&cb[done..], done, &mut cols, M3D::<W>(2, 1, 0, PhantomData));
+        let Dst::Cols([x, y, z]) = cols else {
+            unreachable!()
+        };
+        h3_skilling::<L, S, T>(x, y, z, nbits);
+        let r0 = bi * BLOCK;
+        match dst {
+            Dst::Rows(o) => {
+                let it = x.iter().zip(y.iter()).zip(z.iter());
+                for (r, ((&a, &b), &c)) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(it) {
+                    r[0] = cast(a);
+                    r[1] = cast(b);
+                    r[2] = cast(c);
+                }
+            }
+            Dst::Cols([xo, yo, zo]) => {
+                for (o, v) in xo[r0..r0 + n].iter_mut().zip(x.iter()) {
+                    *o = cast(*v);
+                }
+                for (o, v) in yo[r0..r0 + n].iter_mut().zip(y.iter()) {
+                    *o = cast(*v);
+                }
+                for (o, v) in zo[r0..r0 + n].iter_mut().zip(z.iter()) {
+                    *o = cast(*v);
+                }
+            }
+        }
+    }
+    acc
+}
+
 /// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
 #[inline(always)]
 fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
@@ -796,10 +983,27 @@ fn decode_chunk<U: Word, O: Word>(
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
-        // 3-D decoding computes in the narrowest lanes that hold the code.
-        (Curve::Hilbert, _) if nbits <= 5 => h3_decode::<U, O, u16>(codes, &mut dst, nbits, fast9),
-        (Curve::Hilbert, _) if nbits <= 10 => h3_decode::<U, O, u32>(codes, &mut dst, nbits, fast9),
-        (Curve::Hilbert, _) => h3_decode::<U, O, u64>(codes, &mut dst, nbits, fast9),
+        // Codes of at most 9 bits by byte permutes (AVX-512 VBMI), the rest by Skilling's
+        // steps in the narrowest lanes that hold the coordinates (each tier below in
+        // narrower ones), the Morton de-interleave in lanes that hold the code.
+        (Curve::Hilbert, _) if nbits <= 3 && fast9 => {
+            h3_decode::<U, O, u16>(codes, &mut dst, nbits, fast9)
+        }
+        (Curve::Hilbert, _) if nbits <= 5 => {
+            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, fast9)
+        }
+        (Curve::Hilbert, _) if nbits <= 8 => {
+            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, fast9)
+        }
+        (Curve::Hilbert, _) if nbits <= 10 => {
+            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, fast9)
+        }
+        (Curve::Hilbert, _) if nbits <= 16 => {
+            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, fast9)
+        }
+        (Curve::Hilbert, _) => {
+            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, fast9)
+        }
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             put2(codes, &mut dst, M2D(s0, s1))
