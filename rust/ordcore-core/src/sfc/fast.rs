@@ -17,13 +17,16 @@
 //!   2x2 boolean matrices, so a parallel prefix over the bit levels yields every level's
 //!   state at once), in lanes of 8, 16, 32 or 64 bits. It vectorizes fully. Tests check it
 //!   against Skilling's loop for every `nbits`.
-//! * 3-D Hilbert: the state tables of [`super::hilbert::Table`] re-indexed by the Morton
-//!   (coordinate 0 most significant) interleave of 3 levels: encoding Morton-interleaves the
-//!   block once, then each lookup takes 9 consecutive bits of it; decoding's lookups emit
-//!   the coordinate bits interleaved, so a final Morton de-interleave yields the three
-//!   coordinates. Level-major over blocks of points, so each level is one gather loop
-//!   (on the AVX-512 kernel, in 32-bit lanes: 16-lane dword gathers from `u16` copies of
-//!   the tables, 48 KiB each, instead of the compiler's two 8-lane gathers from `u32` ones).
+//! * 3-D Hilbert: Skilling's loops ("Programming the Hilbert curve", AIP Conf. Proc. 707,
+//!   2004; the algorithm `hilbertcurve` implements) run branch-free in SIMD lanes, one
+//!   vectorized pass over a block of points per bit level (four levels a pass), no table
+//!   lookups: the Hilbert index's Morton de-interleave (coordinate 0 most significant) is
+//!   Skilling's transposed index, so decoding de-interleaves, Gray-decodes and undoes the
+//!   invert/exchange steps from level 1 up; encoding runs them from the top down, Gray-
+//!   encodes and interleaves. Level `q` reads bit `q` and changes only the bits below it,
+//!   so the levels below 8 (16) bits run on the low parts in `u8` (`u16`) lanes, two (four)
+//!   times as many a vector as the `u32` lanes that nbits 17-21 need. (The state-table
+//!   walk this replaced spent about 0.6 ns a level on gathers.)
 //! * Morton: magic-number bit spreads, vectorized. With AVX-512 VBMI, 3-D codes of uint8
 //!   coordinates of at most 6 bits (encode) and of at most 15 bits into uint8 (decode) are
 //!   64-entry table lookups instead (`vpermb`, 64 points a step, tables in registers), rows
@@ -33,8 +36,8 @@
 //!   of the code's width by two-source permutes), and 3-D decoding of 32/64-bit codes into
 //!   uint8/uint16 (with GFNI) compacts three multishift windows by GF(2) affine steps
 //!   (64-bit codes into separate uint32 arrays: three more windows for byte 2), separate
-//!   arrays regrouped into full-vector stores. 3-D Hilbert decoding in 32-bit lanes ends
-//!   with the same kernel.
+//!   arrays regrouped into full-vector stores. 3-D Hilbert decoding starts with the same
+//!   kernel.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -100,7 +103,6 @@ pub enum Curve {
     Morton { msb: bool },
 }
 
-use super::hilbert::Table;
 use super::{as_unsigned, check_width, low_mask, Coord};
 
 /// An unsigned integer type a code or coordinate is written as, with the bit operations the
@@ -554,221 +556,12 @@ fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G
     }
 }
 
-/// The 3-D tables in Morton layout (see the module docs), `u32` entries
-/// `(payload << STATE_BITS) | next_state`: `full_*` for 3 levels per lookup
-/// (`48 states x 512`), `first_*[r]` for the leading `r = nbits % 3` levels from state 0.
-struct H3 {
-    full_enc: Vec<u32>,
-    full_dec: Vec<u32>,
-    /// `full_*` as `u16` (48 KiB each, L1-sized), one padding entry at the end so a
-    /// 4-byte gather load of the last entry stays inside: for [`perm9::gather_level`].
-    full16: [Vec<u16>; 2],
-    first_enc: [Vec<u32>; 3],
-    first_dec: [Vec<u32>; 3],
-}
-
-/// Morton (coordinate 0 most significant) interleave of `k`-level chunks laid out as
-/// `(c0 << 2k) | (c1 << k) | c2`.
-fn interleave3(a: usize, k: u32) -> usize {
-    let mut m = 0;
-    for lv in 0..k {
-        for i in 0..3u32 {
-            let bit = (a >> ((2 - i) * k + lv)) & 1;
-            m |= bit << (3 * lv + 2 - i);
-        }
-    }
-    m
-}
-
-fn h3() -> &'static H3 {
-    static T: OnceLock<H3> = OnceLock::new();
-    T.get_or_init(|| {
-        let t = Table::get(3);
-        let sm = (1u32 << SB) - 1;
-        // Tables for `k` levels, the first `states` states.
-        let build = |k: u32, states: usize| -> (Vec<u32>, Vec<u32>) {
-            let (e, d) = t.level_tables(k);
-            let w = 1usize << (3 * k);
-            let mut enc = vec![0u32; states * w];
-            let mut dec = vec![0u32; states * w];
-            for s in 0..states {
-                for a in 0..w {
-                    let m = interleave3(a, k);
-                    enc[s * w + m] = e[s * w + a] as u32;
-                    let de = d[s * w + a] as u32;
-                    let coords = interleave3((de >> SB) as usize, k) as u32;
-                    dec[s * w + a] = (coords << SB) | (de & sm);
-                }
-            }
-            (enc, dec)
-        };
-        let states = t.level_tables(3).0.len() >> 9;
-        let (full_enc, full_dec) = build(3, states);
-        let (e1, d1) = build(1, 1);
-        let (e2, d2) = build(2, 1);
-        let narrow = |t: &[u32]| -> Vec<u16> {
-            let mut v: Vec<u16> = t.iter().map(|&e| u16::try_from(e).unwrap()).collect();
-            v.push(0);
-            v
-        };
-        H3 {
-            full16: [narrow(&full_enc), narrow(&full_dec)],
-            full_enc,
-            full_dec,
-            first_enc: [Vec::new(), e1, e2],
-            first_dec: [Vec::new(), d1, d2],
-        }
-    })
-}
-
-const SB: u32 = super::hilbert::STATE_BITS;
-const SM: u32 = (1 << SB) - 1;
-
-/// Walks the 3-D state machine over one block, top level first: `out[k]` accumulates the
-/// payloads of the lookups indexed by consecutive 9-bit slices of `m[k]` (the leading
-/// `nbits % 3` levels from state 0 in a smaller table). `dec` picks the decoding tables.
-#[inline(always)]
-fn h3_walk<V: Word>(dec: bool, fast9: bool, nbits: u32, m: &[V], out: &mut [V], st: &mut [u32]) {
-    let t = h3();
-    let r = nbits % 3;
-    let (full, first) = if dec {
-        (t.full_dec.as_slice(), t.first_dec[r as usize].as_slice())
-    } else {
-        (t.full_enc.as_slice(), t.first_enc[r as usize].as_slice())
-    };
-    assert!(full.len() >= 48 << 9);
-    assert!(r == 0 || first.len() == 1 << (3 * r));
-    let mut shift = nbits;
-    if r != 0 {
-        shift -= r;
-        let mask = (1u64 << (3 * r)) - 1;
-        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
-            let idx = (mk.shr(3 * shift).to_u64() & mask) as usize;
-            // SAFETY: idx < 2^(3r) = first.len() (asserted above).
-            let e = unsafe { *first.get_unchecked(idx) };
-            *o = V::from_u64((e >> SB) as u64);
-            *s = e & SM;
-        }
-    } else {
-        out.fill(V::default());
-        st.fill(0);
-        // Decoding's first level starts from state 0: byte permutes instead of gathers
-        // (in encoding this measured slower than the gathers, 1.2 vs 0.9 ns a point at
-        // nbits = 6).
-        #[cfg(target_arch = "x86_64")]
-        if fast9 && dec && V::BITS == 32 && nbits >= 3 {
-            shift -= 3;
-            // SAFETY: V is u32 (the only 32-bit Word); `fast9` is set only where
-            // `perm9::available()` and the AVX-512 kernel is in use.
-            unsafe {
-                let m32 = std::slice::from_raw_parts(m.as_ptr() as *const u32, m.len());
-                let o32 = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u32, out.len());
-                perm9::first_level(m32, 3 * shift, o32, st, perm9::first_tables(dec));
-            }
-        }
-    }
-    // With AVX-512, the full levels by 16-lane dword gathers from the `u16` tables (the
-    // compiler's loop widens the indices to 64 bits: two 8-lane gathers from the `u32`
-    // tables, which do not fit L1).
-    #[cfg(target_arch = "x86_64")]
-    if fast9 && V::BITS == 32 {
-        let t16 = &t.full16[dec as usize];
-        while shift > 0 {
-            shift -= 3;
-            // SAFETY: V is u32 (the only 32-bit Word); `fast9` is set only on the AVX-512
-            // kernel; states come from the tables (below 48).
-            unsafe {
-                let m = std::slice::from_raw_parts(m.as_ptr() as *const u32, m.len());
-                let o = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u32, out.len());
-                perm9::gather_level(m, 3 * shift, o, st, t16);
-            }
-        }
-    }
-    while shift > 0 {
-        shift -= 3;
-        for ((o, s), &mk) in out.iter_mut().zip(st.iter_mut()).zip(m) {
-            let idx = (*s << 9) | (mk.shr(3 * shift).to_u64() & 511) as u32;
-            // SAFETY: states are < 48 (the table's reachable set) and the input is 9
-            // bits, so idx < 48 * 512 <= full.len() (asserted above).
-            let e = unsafe { *full.get_unchecked(idx as usize) };
-            *o = o.shl(9).or(V::from_u64((e >> SB) as u64));
-            *s = e & SM;
-        }
-    }
-}
-
-/// 3-D Hilbert indices of one chunk, in level-major blocks (each level one gather loop).
-#[inline(always)]
-fn h3_encode<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], nbits: u32, fast9: bool) -> U {
-    let mut acc = U::default();
-    let mut mb = [O::default(); BLOCK];
-    let mut st = [0u32; BLOCK];
-    for (bi, ob) in out.chunks_mut(BLOCK).enumerate() {
-        let n = ob.len();
-        let r0 = bi * BLOCK;
-        let m = &mut mb[..n];
-        let part = match src {
-            Src::Rows(s) => Src::Rows(&s[3 * r0..3 * (r0 + n)]),
-            Src::Cols([x, y, z]) => Src::Cols([&x[r0..r0 + n], &y[r0..r0 + n], &z[r0..r0 + n]]),
-        };
-        acc = acc.or(map3(part, m, M3E(2, 1, 0)));
-        h3_walk(false, fast9, nbits, m, ob, &mut st[..n]);
-    }
-    acc
-}
-
-/// Coordinates of one chunk of 3-D Hilbert indices (inverse of [`h3_encode`]), computed in
-/// lanes of `L`.
-#[inline(always)]
-fn h3_decode<U: Word, O: Word, L: Word>(
-    codes: &[U],
-    dst: &mut Dst<'_, O>,
-    nbits: u32,
-    fast9: bool,
-) -> U {
-    let mut acc = U::default();
-    let mut cbuf = [L::default(); BLOCK];
-    let mut ab = [L::default(); BLOCK];
-    #[cfg(target_arch = "x86_64")]
-    let mut vb = [L::default(); BLOCK];
-    let mut st = [0u32; BLOCK];
-    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
-        let n = cb.len();
-        for (w, &c) in cbuf.iter_mut().zip(cb) {
-            acc = acc.or(c);
-            *w = cast(c);
-        }
-        let a = &mut ab[..n];
-        h3_walk(true, fast9, nbits, &cbuf[..n], a, &mut st[..n]);
-        let r0 = bi * BLOCK;
-        // The final Morton de-interleave of 32-bit lanes (nbits 6-10) into uint8/uint16
-        // by the AVX-512 VBMI/GFNI kernel (nbits 6: 0.86x hilbertsfc instead of 0.9-1.1x;
-        // in 16- and 64-bit lanes it measured no faster, 5-15% slower at nbits 14).
-        #[cfg(target_arch = "x86_64")]
-        let rows = matches!(dst, Dst::Rows(_));
-        let done = if fast9 && L::BITS == 32 && morton3_dec_fits::<L, O>(nbits, rows) {
-            // The kernel reads a copy: handing it `ab` itself (its address escaping) turned
-            // the compiler's gather loops of the walk in 64-bit lanes scalar (2x slower).
-            vb[..n].copy_from_slice(a);
-            // SAFETY: `fast9` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked the
-            // types; the walk's values have coordinate 0 most significant.
-            unsafe { morton3_dec_prefix(&vb[..n], r0, dst, [2, 1, 0], nbits).0 }
-        } else {
-            0
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let done = 0;
-        put3(&a[done..], r0 + done, dst, M3D::<L>(2, 1, 0, PhantomData));
-    }
-    acc
-}
-
 /// Skilling's transpose-to-axes step in lanes of `L` ("Programming the Hilbert curve", AIP
 /// Conf. Proc. 707, 2004, the algorithm `hilbertcurve` implements): `x, y, z` hold the
 /// transposed index (the code's Morton de-interleave, coordinate 0 most significant) and
 /// become the point. A Gray decode, then one branch-free pass of invert/exchange steps per
 /// bit level above the lowest, level-major so that each pass is one vectorized loop over
-/// the block (no table lookups: the state walk's gathers cost about 0.6 ns a level).
+/// the block.
 ///
 /// Level `q` reads bit `q` and changes only the bits below it, so the levels below
 /// `T::BITS` run on the low parts in lanes of `T`, those below `S::BITS` in lanes of `S`
@@ -864,6 +657,147 @@ fn sk_pass<L: Word, const K: usize>(x: &mut [L], y: &mut [L], z: &mut [L], q0: u
     }
 }
 
+/// Skilling's axes-to-transpose step in lanes of `L` (the inverse of [`h3_skilling`]):
+/// `x, y, z` hold a point and become the transposed index, whose Morton interleave
+/// (coordinate 0 most significant) is the Hilbert index. One branch-free pass of
+/// invert/exchange steps per bit level from the top down to level 1, then the Gray encode.
+/// Level `q` reads bit `q` and changes only the bits below it, so the levels below
+/// `S::BITS` (then `T::BITS`) run on the low parts in the narrower lanes, as in
+/// [`h3_skilling`].
+#[inline(always)]
+fn h3_skilling_enc<L: Word, S: Word, T: Word>(x: &mut [L], y: &mut [L], z: &mut [L], nbits: u32) {
+    let n = x.len();
+    let (y, z) = (&mut y[..n], &mut z[..n]);
+    let s_from = nbits.min(S::BITS);
+    let t_from = nbits.min(T::BITS);
+    ske_levels_in::<L, L>(x, y, z, s_from, nbits);
+    ske_levels_in::<L, S>(x, y, z, t_from, s_from);
+    ske_levels_in::<L, T>(x, y, z, 1, t_from);
+    for ((a, b), c) in x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut()) {
+        *b = b.xor(*a);
+        *c = c.xor(*b);
+        // Bit j of t: the parity of the bits of c above j.
+        let mut p = *c;
+        let mut sh = 1;
+        while sh < L::BITS {
+            p = p.xor(p.shr(sh));
+            sh <<= 1;
+        }
+        let t = p.shr(1);
+        *a = a.xor(t);
+        *b = b.xor(t);
+        *c = c.xor(t);
+    }
+}
+
+/// Levels `to - 1` down to `from` (`to <= S::BITS`) of [`h3_skilling_enc`] on the low
+/// `S::BITS` bits of each value, in lanes of `S`: four a pass, then the rest.
+#[inline(always)]
+fn ske_levels_in<L: Word, S: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
+    if from >= to {
+        return;
+    }
+    #[inline(always)]
+    fn levels<S: Word>(x: &mut [S], y: &mut [S], z: &mut [S], from: u32, to: u32) {
+        let mut hi = to;
+        while hi >= from + 4 {
+            ske_pass::<S, 4>(x, y, z, hi - 1);
+            hi -= 4;
+        }
+        match hi - from {
+            3 => ske_pass::<S, 3>(x, y, z, hi - 1),
+            2 => ske_pass::<S, 2>(x, y, z, hi - 1),
+            1 => ske_pass::<S, 1>(x, y, z, hi - 1),
+            _ => {}
+        }
+    }
+    if S::BITS >= L::BITS {
+        levels(x, y, z, from, to);
+        return;
+    }
+    let n = x.len();
+    let mut lo = [[S::default(); BLOCK]; 3];
+    let [lx, ly, lz] = &mut lo;
+    let (lx, ly, lz) = (&mut lx[..n], &mut ly[..n], &mut lz[..n]);
+    for (l, v) in [(&mut *lx, &*x), (&mut *ly, &*y), (&mut *lz, &*z)] {
+        for (o, &w) in l.iter_mut().zip(v.iter()) {
+            *o = cast(w);
+        }
+    }
+    levels(lx, ly, lz, from, to);
+    let high = L::from_u64(u64::MAX << S::BITS);
+    for (v, l) in [(x, &*lx), (y, &*ly), (z, &*lz)] {
+        for (o, &w) in v.iter_mut().zip(l.iter()) {
+            *o = o.and(high).or(cast(w));
+        }
+    }
+}
+
+/// Levels `q0, q0 - 1, .., q0 + 1 - K` of [`h3_skilling_enc`] over a block.
+#[inline(always)]
+fn ske_pass<L: Word, const K: usize>(x: &mut [L], y: &mut [L], z: &mut [L], q0: u32) {
+    let n = x.len();
+    let (y, z) = (&mut y[..n], &mut z[..n]);
+    for ((a, b), c) in x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut()) {
+        let (mut a0, mut b0, mut c0) = (*a, *b, *c);
+        for k in 0..K as u32 {
+            let q = q0 - k;
+            let p = L::from_u64((1u64 << q) - 1);
+            // Axis 0, then 1, then 2, as in [`sk_pass`].
+            a0 = a0.xor(p.and(a0.bit_mask(q)));
+            let m = b0.bit_mask(q);
+            let t = a0.xor(b0).and(p).and(m.xor(p));
+            a0 = a0.xor(t).xor(p.and(m));
+            b0 = b0.xor(t);
+            let m = c0.bit_mask(q);
+            let t = a0.xor(c0).and(p).and(m.xor(p));
+            a0 = a0.xor(t).xor(p.and(m));
+            c0 = c0.xor(t);
+        }
+        (*a, *b, *c) = (a0, b0, c0);
+    }
+}
+
+/// 3-D Hilbert indices of one chunk by [`h3_skilling_enc`] in lanes of `L` (which must
+/// hold `nbits` bits), then the Morton interleave into `O`. Returns the OR of every input
+/// value.
+#[inline(always)]
+fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
+    src: Src<'_, U>,
+    out: &mut [O],
+    nbits: u32,
+) -> U {
+    let mut acc = U::default();
+    let mut xb = [L::default(); BLOCK];
+    let mut yb = [L::default(); BLOCK];
+    let mut zb = [L::default(); BLOCK];
+    for (bi, ob) in out.chunks_mut(BLOCK).enumerate() {
+        let n = ob.len();
+        let r0 = bi * BLOCK;
+        let (x, y, z) = (&mut xb[..n], &mut yb[..n], &mut zb[..n]);
+        match src {
+            Src::Rows(s) => {
+                let it = x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut());
+                for (((a, b), c), r) in it.zip(s[3 * r0..3 * (r0 + n)].chunks_exact(3)) {
+                    acc = acc.or(r[0]).or(r[1]).or(r[2]);
+                    (*a, *b, *c) = (cast(r[0]), cast(r[1]), cast(r[2]));
+                }
+            }
+            Src::Cols([sx, sy, sz]) => {
+                for (l, v) in [(&mut *x, sx), (&mut *y, sy), (&mut *z, sz)] {
+                    for (o, &w) in l.iter_mut().zip(&v[r0..r0 + n]) {
+                        acc = acc.or(w);
+                        *o = cast(w);
+                    }
+                }
+            }
+        }
+        h3_skilling_enc::<L, S, T>(x, y, z, nbits);
+        map3(Src::Cols([&*x, &*y, &*z]), ob, M3E(2, 1, 0));
+    }
+    acc
+}
+
 /// Coordinates of one chunk of 3-D Hilbert indices by [`h3_skilling`] in lanes of `L`
 /// (which must hold `nbits` bits), the Morton de-interleave in lanes of `W` (which must
 /// hold the code) or, with `fast9`, by the AVX-512 VBMI/GFNI kernel where it takes these
@@ -954,11 +888,13 @@ fn encode_chunk<U: Word, O: Word>(
     nbits: u32,
     src: Src<'_, U>,
     out: &mut [O],
-    fast9: bool,
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => map2(src, out, H2E(nbits)),
-        (Curve::Hilbert, _) => h3_encode(src, out, nbits, fast9),
+        // Skilling's steps as in decoding.
+        (Curve::Hilbert, _) if nbits <= 8 => h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits),
+        (Curve::Hilbert, _) if nbits <= 16 => h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits),
+        (Curve::Hilbert, _) => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             map2(src, out, M2E(s0, s1))
@@ -971,7 +907,7 @@ fn encode_chunk<U: Word, O: Word>(
 }
 
 /// Coordinates of one chunk of codes; returns the OR of the codes. `fast9`: the 3-D
-/// Hilbert walk may run its first level by byte permutes ([`perm9::first_level`]).
+/// Hilbert decoder may de-interleave by the AVX-512 VBMI/GFNI kernels.
 #[inline(always)]
 fn decode_chunk<U: Word, O: Word>(
     curve: Curve,
@@ -983,12 +919,8 @@ fn decode_chunk<U: Word, O: Word>(
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
-        // Codes of at most 9 bits by byte permutes (AVX-512 VBMI), the rest by Skilling's
-        // steps in the narrowest lanes that hold the coordinates (each tier below in
-        // narrower ones), the Morton de-interleave in lanes that hold the code.
-        (Curve::Hilbert, _) if nbits <= 3 && fast9 => {
-            h3_decode::<U, O, u16>(codes, &mut dst, nbits, fast9)
-        }
+        // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
+        // below in narrower ones), the Morton de-interleave in lanes that hold the code.
         (Curve::Hilbert, _) if nbits <= 5 => {
             h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, fast9)
         }
@@ -1063,24 +995,6 @@ mod perm9 {
         })
     }
 
-    /// Byte tables of the 3-D walk's first full level (from state 0; encoding or
-    /// decoding): for each 9-bit index, `[payload & 0xFF, payload >> 8 | next_state << 1]`.
-    pub(super) fn first_tables(dec: bool) -> &'static [[u8; 512]; 2] {
-        static T: [OnceLock<[[u8; 512]; 2]>; 2] = [const { OnceLock::new() }; 2];
-        T[dec as usize].get_or_init(|| {
-            let h = h3();
-            let full = if dec { &h.full_dec } else { &h.full_enc };
-            let mut t = [[0u8; 512]; 2];
-            for (i, &e) in full[..512].iter().enumerate() {
-                let (p, st) = (e >> SB, e & SM);
-                assert!(p < 512 && st < 64);
-                t[0][i] = p as u8;
-                t[1][i] = (p >> 8 | st << 1) as u8;
-            }
-            t
-        })
-    }
-
     /// 64 byte lookups in a 512-entry table `t` (eight registers): `lo` holds index bits
     /// 0-7 of each lane, `m8` bit 8.
     #[inline(always)]
@@ -1093,127 +1007,6 @@ mod perm9 {
         let s0 = _mm512_mask_blend_epi8(m7, r0, r1);
         let s1 = _mm512_mask_blend_epi8(m7, r2, r3);
         _mm512_mask_blend_epi8(m8, s0, s1)
-    }
-
-    /// The first level of [`h3_walk`] from state 0: `out[k]`, `st[k]` = payload and next
-    /// state of 9-bit index `(m[k] >> sh) & 511`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512 F/BW and VBMI.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) unsafe fn first_level(
-        m: &[u32],
-        sh: u32,
-        out: &mut [u32],
-        st: &mut [u32],
-        t: &[[u8; 512]; 2],
-    ) {
-        let n = m.len();
-        assert!(out.len() == n && st.len() == n);
-        let tab: [[__m512i; 8]; 2] = std::array::from_fn(|i| {
-            std::array::from_fn(|j| unsafe {
-                _mm512_loadu_si512(t[i].as_ptr().add(64 * j) as *const _)
-            })
-        });
-        let cnt = _mm_cvtsi32_si128(sh as i32);
-        let mask = _mm512_set1_epi32(511);
-        let bit8 = _mm512_set1_epi32(256);
-        let one = _mm512_set1_epi32(1);
-        let mut k = 0;
-        while k + 64 <= n {
-            // SAFETY (loop body): k + 64 <= n = every slice's length (asserted above).
-            let v: [__m512i; 4] = std::array::from_fn(|q| unsafe {
-                let x = _mm512_loadu_si512(m.as_ptr().add(k + 16 * q) as *const _);
-                _mm512_and_si512(_mm512_srl_epi32(x, cnt), mask)
-            });
-            let mut lo = _mm512_castsi128_si512(_mm512_cvtepi32_epi8(v[0]));
-            lo = _mm512_inserti32x4::<1>(lo, _mm512_cvtepi32_epi8(v[1]));
-            lo = _mm512_inserti32x4::<2>(lo, _mm512_cvtepi32_epi8(v[2]));
-            lo = _mm512_inserti32x4::<3>(lo, _mm512_cvtepi32_epi8(v[3]));
-            let mut m8 = 0u64;
-            for (q, &x) in v.iter().enumerate() {
-                m8 |= (_mm512_test_epi32_mask(x, bit8) as u64) << (16 * q);
-            }
-            let b0 = look(&tab[0], lo, m8);
-            let b1 = look(&tab[1], lo, m8);
-            let parts = [
-                (_mm512_castsi512_si128(b0), _mm512_castsi512_si128(b1)),
-                (
-                    _mm512_extracti32x4_epi32::<1>(b0),
-                    _mm512_extracti32x4_epi32::<1>(b1),
-                ),
-                (
-                    _mm512_extracti32x4_epi32::<2>(b0),
-                    _mm512_extracti32x4_epi32::<2>(b1),
-                ),
-                (
-                    _mm512_extracti32x4_epi32::<3>(b0),
-                    _mm512_extracti32x4_epi32::<3>(b1),
-                ),
-            ];
-            for (q, (p0, p1)) in parts.into_iter().enumerate() {
-                let p0 = _mm512_cvtepu8_epi32(p0);
-                let p1 = _mm512_cvtepu8_epi32(p1);
-                let pay = _mm512_or_si512(p0, _mm512_slli_epi32::<8>(_mm512_and_si512(p1, one)));
-                let s = _mm512_srli_epi32::<1>(p1);
-                _mm512_storeu_si512(out.as_mut_ptr().add(k + 16 * q) as *mut _, pay);
-                _mm512_storeu_si512(st.as_mut_ptr().add(k + 16 * q) as *mut _, s);
-            }
-            k += 64;
-        }
-        for ((o, s), &x) in out[k..].iter_mut().zip(&mut st[k..]).zip(&m[k..]) {
-            let i = (x >> sh & 511) as usize;
-            let (b0, b1) = (t[0][i] as u32, t[1][i] as u32);
-            *o = b0 | (b1 & 1) << 8;
-            *s = b1 >> 1;
-        }
-    }
-
-    /// One full level of [`h3_walk`]: `out[k] = out[k] << 9 | payload`, `st[k]` = next
-    /// state, of the entry of `t` (a `u16` table of 48 states x 512 plus one padding entry)
-    /// at `st[k] << 9 | (m[k] >> sh) & 511`.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512 F; every `st[k]` must be below 48.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn gather_level(
-        m: &[u32],
-        sh: u32,
-        out: &mut [u32],
-        st: &mut [u32],
-        t: &[u16],
-    ) {
-        let n = m.len();
-        assert!(out.len() == n && st.len() == n && t.len() > 48 << 9);
-        let cnt = _mm_cvtsi32_si128(sh as i32);
-        let mask = _mm512_set1_epi32(511);
-        let lo16 = _mm512_set1_epi32(0xFFFF);
-        let sm = _mm512_set1_epi32(SM as i32);
-        let base = t.as_ptr() as *const i32;
-        let mut k = 0;
-        while k + 16 <= n {
-            // SAFETY: k + 16 <= n = every slice's length; each index is below 48 * 512 and
-            // the 4-byte load at 2 * index stays inside `t` (its padding entry).
-            unsafe {
-                let x = _mm512_loadu_si512(m.as_ptr().add(k) as *const _);
-                let s = _mm512_loadu_si512(st.as_ptr().add(k) as *const _);
-                let o = _mm512_loadu_si512(out.as_ptr().add(k) as *const _);
-                let idx = _mm512_or_si512(
-                    _mm512_slli_epi32::<9>(s),
-                    _mm512_and_si512(_mm512_srl_epi32(x, cnt), mask),
-                );
-                let e = _mm512_and_si512(_mm512_i32gather_epi32::<2>(idx, base), lo16);
-                let o = _mm512_or_si512(_mm512_slli_epi32::<9>(o), _mm512_srli_epi32::<7>(e));
-                _mm512_storeu_si512(out.as_mut_ptr().add(k) as *mut _, o);
-                _mm512_storeu_si512(st.as_mut_ptr().add(k) as *mut _, _mm512_and_si512(e, sm));
-            }
-            k += 16;
-        }
-        for ((o, s), &x) in out[k..].iter_mut().zip(&mut st[k..]).zip(&m[k..]) {
-            let e = t[(*s << 9 | (x >> sh & 511)) as usize] as u32;
-            *o = *o << 9 | e >> SB;
-            *s = e & SM;
-        }
     }
 
     /// `(x/y index, z index, z mask)` of one output vector of [`interleave_idx`].
@@ -2301,7 +2094,7 @@ macro_rules! multiversion {
 }
 
 multiversion!(encode_chunk_k, encode_chunk,
-    (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O], fast9: bool));
+    (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O]));
 multiversion!(decode_chunk_k, decode_chunk,
     (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, fast9: bool));
 
@@ -2365,7 +2158,7 @@ fn morton3_lut_encode<U: Word, O: Word>(
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..], false);
+    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..]);
     Some(tail.or(U::from_u64(a)))
 }
 
@@ -2631,7 +2424,7 @@ pub fn encode_into<T: Coord, O: Word>(
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
-        let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, fast9(k));
+        let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o);
         Ok(acc.to_u64() & !limit != 0)
     };
     let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {

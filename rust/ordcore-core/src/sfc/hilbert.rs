@@ -200,7 +200,7 @@ pub struct Table {
     dec: Vec<Vec<u16>>,
 }
 
-pub(crate) const STATE_BITS: u32 = 7;
+const STATE_BITS: u32 = 7;
 const STATE_MASK: u16 = (1 << STATE_BITS) - 1;
 
 impl Table {
@@ -268,12 +268,6 @@ impl Table {
             enc,
             dec,
         }
-    }
-
-    /// The encoding and decoding tables for `k` levels per lookup (`1 <= k <= L`); entries
-    /// are `(payload << STATE_BITS) | next_state`, indexed by `(state << (D k)) | input`.
-    pub(crate) fn level_tables(&self, k: u32) -> (&[u16], &[u16]) {
-        (&self.enc[k as usize - 1], &self.dec[k as usize - 1])
     }
 
     /// The shared table for `D = 2` (4 levels per lookup) or `D = 3` (3 levels).
