@@ -130,6 +130,11 @@ pub trait Word:
     fn compact2(self) -> Self;
     /// 2-D Hilbert index of `(x, y)` (`nbits <= BITS / 2`).
     fn h2_enc(x: Self, y: Self, nbits: u32) -> Self;
+    /// The even (`.0`) and odd (`.1`) bits of the 2-D Hilbert index of `(x, y)`, computed on
+    /// the low `h` bits of the lanes (`nbits <= h`; `h` = `BITS` or `BITS / 2`, a
+    /// constant after inlining), aligned to the top of those `h` bits: the index is their
+    /// bit interleave shifted right by `2 * (h - nbits)`.
+    fn h2_bits(x: Self, y: Self, nbits: u32, h: u32) -> (Self, Self);
     /// Inverse of [`Word::h2_enc`].
     fn h2_dec(self, nbits: u32) -> (Self, Self);
 }
@@ -227,12 +232,19 @@ macro_rules! impl_word {
             }
             #[inline(always)]
             fn h2_enc(x: Self, y: Self, nbits: u32) -> Self {
-                // Coordinate 0 (`x`) supplies the more significant bit of each pair, as
-                // `hilbertcurve`. The coordinates are aligned to the top of the low half.
                 const H: u32 = <$t>::BITS / 2;
-                let x = x.wrapping_shl(H - nbits);
-                let y = y.wrapping_shl(H - nbits);
-                let m: $t = <$t>::MAX >> H;
+                let (i0, i1) = Self::h2_bits(x, y, nbits, H);
+                let h = (i1.part1() << 1) | i0.part1();
+                h.wrapping_shr(2 * (H - nbits))
+            }
+            #[inline(always)]
+            fn h2_bits(x: Self, y: Self, nbits: u32, h: u32) -> (Self, Self) {
+                // Coordinate 0 (`x`) supplies the more significant bit of each pair, as
+                // `hilbertcurve`. The coordinates are aligned to the top of the low `h`
+                // bits.
+                let x = x.wrapping_shl(h - nbits);
+                let y = y.wrapping_shl(h - nbits);
+                let m: $t = <$t>::MAX >> (<$t>::BITS - h);
                 let (mut aa, mut bb, mut cc, mut dd);
                 {
                     let a = x ^ y;
@@ -244,11 +256,11 @@ macro_rules! impl_word {
                     cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
                     dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
                 }
-                // The strides 2, 4, .. below H / 2, unrolled by hand (a loop here keeps
+                // The strides 2, 4, .. below h / 2, unrolled by hand (a loop here keeps
                 // LLVM from vectorizing the caller's loop over points).
                 macro_rules! round {
                     ($s:expr) => {
-                        if $s < H / 2 {
+                        if $s < h / 2 {
                             let s = $s;
                             let (a, b, c, d) = (aa, bb, cc, dd);
                             aa = (a & a.wrapping_shr(s)) ^ (b & b.wrapping_shr(s));
@@ -261,17 +273,18 @@ macro_rules! impl_word {
                 round!(2);
                 round!(4);
                 round!(8);
+                round!(16);
                 {
                     let (a, b, c, d) = (aa, bb, cc, dd);
-                    cc ^= (a & (c >> (H / 2))) ^ (b & (d >> (H / 2)));
-                    dd ^= (b & (c >> (H / 2))) ^ ((a ^ b) & (d >> (H / 2)));
+                    let s = h / 2;
+                    cc ^= (a & c.wrapping_shr(s)) ^ (b & d.wrapping_shr(s));
+                    dd ^= (b & c.wrapping_shr(s)) ^ ((a ^ b) & d.wrapping_shr(s));
                 }
                 let a = cc ^ (cc >> 1);
                 let b = dd ^ (dd >> 1);
                 let i0 = x ^ y;
                 let i1 = b | (m ^ (i0 | a));
-                let h = (i1.part1() << 1) | i0.part1();
-                h.wrapping_shr(2 * (H - nbits))
+                (i0, i1)
             }
             #[inline(always)]
             fn h2_dec(self, nbits: u32) -> (Self, Self) {
@@ -2268,6 +2281,259 @@ fn morton3_lut_decode<U: Word, O: Word>(
     tail.or(U::from_u64(a))
 }
 
+/// 2-D bit interleaves on AVX2 by 16-entry nibble tables (`vpshufb`): each byte of the two
+/// inputs gives two code bytes, the spread of its low and of its high nibble, so a code
+/// of `2 * w` bytes takes its bytes from the `w` bytes of each coordinate in order and the
+/// interleave is a byte stream transform whatever the lane width (`uint8` to `uint32`
+/// coordinates). LLVM's AVX2 code for the magic-number spreads runs 10-15 shift/mask steps
+/// in lanes of the code's width (4 lanes of `uint64`); this is about 6 steps per 32 input
+/// bytes. The 2-D Hilbert encoder of [`hilbert2_avx2`] ends with it.
+#[cfg(target_arch = "x86_64")]
+mod nib2 {
+    use std::arch::x86_64::*;
+
+    /// `EVEN[v]`: the 4 bits of `v` on the even bits of a byte.
+    const EVEN: [u8; 16] = {
+        let mut t = [0u8; 16];
+        let mut v = 0;
+        while v < 16 {
+            t[v] = ((v & 1) | (v & 2) << 1 | (v & 4) << 2 | (v & 8) << 3) as u8;
+            v += 1;
+        }
+        t
+    };
+
+    /// The nibble tables: `(even, odd, low-nibble mask)`.
+    #[inline(always)]
+    unsafe fn tables() -> (__m256i, __m256i, __m256i) {
+        // SAFETY (callers): AVX2; `EVEN` has 16 bytes.
+        unsafe {
+            let even = _mm256_broadcastsi128_si256(_mm_loadu_si128(EVEN.as_ptr().cast()));
+            // Every entry is below 0x80: the 16-bit shift carries nothing across bytes.
+            (even, _mm256_slli_epi16(even, 1), _mm256_set1_epi8(0x0F))
+        }
+    }
+
+    /// Per byte of `v`, table `t` at its low nibble and at its high nibble.
+    #[inline(always)]
+    unsafe fn look(t: __m256i, v: __m256i, low: __m256i) -> [__m256i; 2] {
+        // SAFETY (callers): AVX2.
+        unsafe {
+            [
+                _mm256_shuffle_epi8(t, _mm256_and_si256(v, low)),
+                _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(v, 4), low)),
+            ]
+        }
+    }
+
+    /// The OR of the `w`-byte little-endian words of `v`.
+    fn fold(v: [u8; 32], w: usize) -> u64 {
+        v.chunks_exact(w).fold(0, |a, c| {
+            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
+        })
+    }
+
+    /// Interleaves the first `n / 32 * 32` bytes of `a` (even bits) and `b` (odd bits),
+    /// words of `w` bytes, into `2 * w`-byte codes at `out`. Returns the bytes of each
+    /// input done and the OR of their words.
+    ///
+    /// # Safety
+    /// AVX2; `a` and `b` readable for `n` bytes, `out` writable for `2 * n`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn cols(
+        a: *const u8,
+        b: *const u8,
+        n: usize,
+        w: usize,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (even, odd, low) = tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let x = _mm256_loadu_si256(a.add(i).cast());
+                let y = _mm256_loadu_si256(b.add(i).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(x, y));
+                let [xl, xh] = look(even, x, low);
+                let [yl, yh] = look(odd, y, low);
+                let (l, h) = (_mm256_or_si256(xl, yl), _mm256_or_si256(xh, yh));
+                // Per 128-bit lane: `lo` spreads input bytes 0-7 (16-23), `hi` 8-15
+                // (24-31).
+                let lo = _mm256_unpacklo_epi8(l, h);
+                let hi = _mm256_unpackhi_epi8(l, h);
+                let o = out.add(2 * i);
+                _mm256_storeu_si256(o.cast(), _mm256_permute2x128_si256(lo, hi, 0x20));
+                _mm256_storeu_si256(o.add(32).cast(), _mm256_permute2x128_si256(lo, hi, 0x31));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, w))
+        }
+    }
+
+    /// The `vpshufb` control that gathers, per 16-byte lane, the first words of the rows
+    /// (`2 * w` bytes each) into bytes 0-7 and the second words into bytes 8-15.
+    const fn split(w: usize) -> [u8; 32] {
+        let mut c = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            let (half, q) = (i % 16 / 8, i % 8);
+            c[i] = ((q / w) * 2 * w + half * w + q % w) as u8;
+            i += 1;
+        }
+        c
+    }
+
+    /// Codes of the `(n / 32 * 32) / (2 * w)` leading rows of `w`-byte words at `r`
+    /// (row-major pairs), first word on the even bits (odd where `swap`), into `out`.
+    /// Returns the bytes done and the OR of their words.
+    ///
+    /// # Safety
+    /// AVX2; `r` readable and `out` writable for `n` bytes; `w` is 1, 2 or 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows(
+        r: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        const C: [[u8; 32]; 3] = [split(1), split(2), split(4)];
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let c = _mm256_loadu_si256(C[w.trailing_zeros() as usize].as_ptr().cast());
+            let (even, odd, low) = tables();
+            let (first, second) = if swap { (odd, even) } else { (even, odd) };
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(r.add(i).cast());
+                acc = _mm256_or_si256(acc, v);
+                // Bytes 0-7 of a lane: first words; 8-15: second words, in row order.
+                let s = _mm256_shuffle_epi8(v, c);
+                let [al, ah] = look(first, s, low);
+                let [bl, bh] = look(second, s, low);
+                let l = _mm256_or_si256(al, _mm256_bsrli_epi128(bl, 8));
+                let h = _mm256_or_si256(ah, _mm256_bsrli_epi128(bh, 8));
+                _mm256_storeu_si256(out.add(i).cast(), _mm256_unpacklo_epi8(l, h));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, w))
+        }
+    }
+}
+
+/// The even and odd bits of the 2-D Hilbert index of `(x, y)` in lanes of their own
+/// width, shifted down to the index's bits ([`Word::h2_bits`] on all `BITS`).
+#[inline(always)]
+fn h2_halves<U: Word>(x: U, y: U, nbits: u32) -> (U, U) {
+    let (e, o) = U::h2_bits(x, y, nbits, U::BITS);
+    (e.shr(U::BITS - nbits), o.shr(U::BITS - nbits))
+}
+
+/// 2-D Hilbert codes of one chunk on AVX2, codes twice as wide as the coordinates: per
+/// block of 256 points, the prefix scan of [`Word::h2_bits`] in lanes of the coordinates'
+/// width (twice as many lanes per vector as in the code's width), then the bit interleave
+/// by [`nib2::cols`]. Returns the OR of the input values.
+///
+/// # Safety
+/// The CPU has AVX2 and BMI2; `O::BITS == 2 * U::BITS <= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
+    const B: usize = 256;
+    let w = (U::BITS / 8) as usize;
+    let mut ev = [U::default(); B];
+    let mut od = [U::default(); B];
+    let mut acc = U::default();
+    for (bi, ob) in out.chunks_mut(B).enumerate() {
+        let (r0, m) = (bi * B, ob.len());
+        let halves = ev[..m].iter_mut().zip(od[..m].iter_mut());
+        match src {
+            Src::Rows(s) => {
+                for ((e, o), r) in halves.zip(s[2 * r0..2 * (r0 + m)].chunks_exact(2)) {
+                    acc = acc.or(r[0]).or(r[1]);
+                    (*e, *o) = h2_halves(r[0], r[1], nbits);
+                }
+            }
+            Src::Cols([x, y, _]) => {
+                for ((e, o), (&a, &b)) in halves.zip(x[r0..r0 + m].iter().zip(&y[r0..r0 + m])) {
+                    acc = acc.or(a).or(b);
+                    (*e, *o) = h2_halves(a, b, nbits);
+                }
+            }
+        }
+        // SAFETY: AVX2; `ev` and `od` hold `m` words of `w` bytes, `ob` `m` codes of
+        // `2 * w` bytes.
+        let (done, _) = unsafe {
+            nib2::cols(
+                ev.as_ptr().cast(),
+                od.as_ptr().cast(),
+                m * w,
+                w,
+                ob.as_mut_ptr().cast(),
+            )
+        };
+        for j in done / w..m {
+            ob[j] = cast::<U, O>(od[j]).part1().shl(1) | cast::<U, O>(ev[j]).part1();
+        }
+    }
+    acc
+}
+
+/// 2-D codes of one chunk on the AVX2 kernel where the code is twice as wide as the
+/// coordinates (`uint8`, `uint16`, `uint32` into `uint16`, `uint32`, `uint64`): Morton by
+/// [`nib2`] straight from the input (the tail on the generic loop), Hilbert by
+/// [`hilbert2_avx2`]. `None` for other kernels and widths. Returns the OR of the input
+/// values.
+#[cfg(target_arch = "x86_64")]
+fn encode2_avx2<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    if k != Kernel::Avx2 || O::BITS != 2 * U::BITS || U::BITS > 32 {
+        return None;
+    }
+    let n = out.len();
+    let w = (U::BITS / 8) as usize;
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    let msb = match curve {
+        // SAFETY: `kernel()` picks AVX2 only where the CPU has it (with BMI2, as for
+        // `multiversion!`); the widths are checked above.
+        Curve::Hilbert => return Some(unsafe { hilbert2_avx2(nbits, src, out) }),
+        Curve::Morton { msb } => msb,
+    };
+    // SAFETY (both): AVX2 as above; the input holds `2 * n` words of `w` bytes and the
+    // output `n` codes of `2 * w` bytes (asserted).
+    let (done, a) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 2 * n);
+            let (b, a) = unsafe { nib2::rows(s.as_ptr().cast(), 2 * n * w, w, msb, o) };
+            (b / (2 * w), a)
+        }
+        Src::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (b, a) = unsafe { nib2::cols(x.as_ptr().cast(), y.as_ptr().cast(), n * w, w, o) };
+            (b / w, a)
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[2 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
+    };
+    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..], false);
+    Some(tail.or(U::from_u64(a)))
+}
+
 // --- drivers ------------------------------------------------------------------------------
 
 fn check_out<O: Word>(d: usize, nbits: u32, what: &'static str) -> Result<()> {
@@ -2420,6 +2686,13 @@ pub fn encode_into<T: Coord, O: Word>(
                 if d == 3 { &z[r0..r0 + m] } else { empty },
             ]),
         };
+        // 2-D codes twice as wide as the coordinates on AVX2: nibble-table interleaves.
+        #[cfg(target_arch = "x86_64")]
+        if d == 2 {
+            if let Some(acc) = encode2_avx2(k, curve, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+        }
         // uint8 coordinates of at most 6 bits, 3-D Morton: the table-lookup kernel.
         #[cfg(target_arch = "x86_64")]
         if let (Curve::Morton { msb }, 3) = (curve, d) {
