@@ -137,6 +137,10 @@ pub trait Word:
     fn h2_bits(x: Self, y: Self, nbits: u32, h: u32) -> (Self, Self);
     /// Inverse of [`Word::h2_enc`].
     fn h2_dec(self, nbits: u32) -> (Self, Self);
+    /// Inverse of [`Word::h2_bits`]: `(x, y)` from the even (`i0`) and odd (`i1`) bits of
+    /// the index, each aligned to the top of the low `h` bits as `h2_bits` returns them
+    /// (`nbits <= h`; `h` = `BITS` or `BITS / 2`).
+    fn h2_unbits(i0: Self, i1: Self, nbits: u32, h: u32) -> (Self, Self);
 }
 
 macro_rules! impl_word {
@@ -289,29 +293,34 @@ macro_rules! impl_word {
             #[inline(always)]
             fn h2_dec(self, nbits: u32) -> (Self, Self) {
                 const H: u32 = <$t>::BITS / 2;
+                let i = self.wrapping_shl(2 * (H - nbits));
+                Self::h2_unbits(i.compact1(), (i >> 1).compact1(), nbits, H)
+            }
+            #[inline(always)]
+            fn h2_unbits(i0: Self, i1: Self, nbits: u32, h: u32) -> (Self, Self) {
                 #[inline(always)]
-                fn prefix(mut x: $t) -> $t {
-                    // Bit j: XOR of bits j..H of x.
-                    if H > 16 {
+                fn prefix(mut x: $t, h: u32) -> $t {
+                    // Bit j: XOR of bits j..h of x.
+                    if h > 32 {
+                        x ^= x.wrapping_shr(32);
+                    }
+                    if h > 16 {
                         x ^= x.wrapping_shr(16);
                     }
-                    if H > 8 {
+                    if h > 8 {
                         x ^= x.wrapping_shr(8);
                     }
-                    if H > 4 {
+                    if h > 4 {
                         x ^= x.wrapping_shr(4);
                     }
                     x ^= x >> 2;
                     x ^ (x >> 1)
                 }
-                let m: $t = <$t>::MAX >> H;
-                let i = self.wrapping_shl(2 * (H - nbits));
-                let i0 = i.compact1();
-                let i1 = (i >> 1).compact1();
+                let m: $t = <$t>::MAX >> (<$t>::BITS - h);
                 let t0 = (i0 | i1) ^ m;
                 let t1 = i0 & i1;
-                let a = ((i0 ^ m) & prefix(t1)) | (i0 & prefix(t0));
-                ((a ^ i1) >> (H - nbits), (a ^ i0 ^ i1) >> (H - nbits))
+                let a = ((i0 ^ m) & prefix(t1, h)) | (i0 & prefix(t0, h));
+                ((a ^ i1) >> (h - nbits), (a ^ i0 ^ i1) >> (h - nbits))
             }
         }
     )*};
@@ -2426,6 +2435,140 @@ mod nib2 {
             (i, fold(v, w))
         }
     }
+
+    /// `SPLIT[v]`: the even bits of nibble `v` in bits 0-1, its odd bits in bits 4-5.
+    const SPLIT: [u8; 16] = {
+        let mut t = [0u8; 16];
+        let mut v = 0;
+        while v < 16 {
+            t[v] = ((v & 1) | (v >> 1 & 2) | (v << 3 & 0x10) | (v << 2 & 0x20)) as u8;
+            v += 1;
+        }
+        t
+    };
+
+    /// The coordinate bytes of 32 code bytes, one per 16-bit lane: the even bits of code
+    /// bytes `2j` and `2j + 1` (low nibble, high nibble) in lane `j` of `.0`, the odd bits
+    /// in `.1`.
+    #[inline(always)]
+    unsafe fn unspread(v: __m256i, lo: __m256i, hi: __m256i, low: __m256i) -> [__m256i; 2] {
+        // SAFETY (callers): AVX2.
+        unsafe {
+            let [a, _] = look(lo, v, low);
+            let [_, b] = look(hi, v, low);
+            // Byte 2j: even bits of code byte 2j in bits 0-3, odd bits in 4-7; byte 2j + 1
+            // likewise for code byte 2j + 1.
+            let t = _mm256_or_si256(a, b);
+            let (m0, m1) = (_mm256_set1_epi16(0x000F), _mm256_set1_epi16(0x00F0));
+            let t4 = _mm256_srli_epi16(t, 4);
+            [
+                _mm256_or_si256(_mm256_and_si256(t, m0), _mm256_and_si256(t4, m1)),
+                _mm256_or_si256(
+                    _mm256_and_si256(t4, m0),
+                    _mm256_and_si256(_mm256_srli_epi16(t, 8), m1),
+                ),
+            ]
+        }
+    }
+
+    /// The tables of [`unspread`]: `SPLIT` for low nibbles, shifted by 2 for high ones.
+    #[inline(always)]
+    unsafe fn split_tables() -> (__m256i, __m256i, __m256i) {
+        // SAFETY (callers): AVX2; `SPLIT` has 16 bytes.
+        unsafe {
+            let lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(SPLIT.as_ptr().cast()));
+            // Every entry is below 0x40: the 16-bit shift carries nothing across bytes.
+            (lo, _mm256_slli_epi16(lo, 2), _mm256_set1_epi8(0x0F))
+        }
+    }
+
+    /// Inverse of [`cols`]: the even bits of the first `n / 64 * 64` bytes of codes of
+    /// `2 * w` bytes at `c` to `a`, the odd bits to `b` (words of `w` bytes). Returns the
+    /// code bytes done and the OR of their codes.
+    ///
+    /// # Safety
+    /// AVX2; `c` readable for `n` bytes, `a` and `b` writable for `n / 2`; `w` is 1, 2 or
+    /// 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn cols_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        a: *mut u8,
+        b: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (lo, hi, low) = split_tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 64 <= n {
+                let v0 = _mm256_loadu_si256(c.add(i).cast());
+                let v1 = _mm256_loadu_si256(c.add(i + 32).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                let [x0, y0] = unspread(v0, lo, hi, low);
+                let [x1, y1] = unspread(v1, lo, hi, low);
+                // The packs interleave 64-bit quarters: (0, 2, 1, 3) restores the order.
+                let x = _mm256_permute4x64_epi64(_mm256_packus_epi16(x0, x1), 0xD8);
+                let y = _mm256_permute4x64_epi64(_mm256_packus_epi16(y0, y1), 0xD8);
+                _mm256_storeu_si256(a.add(i / 2).cast(), x);
+                _mm256_storeu_si256(b.add(i / 2).cast(), y);
+                i += 64;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2 * w))
+        }
+    }
+
+    /// The `vpshufb` control that takes 16-bit lanes `(first word byte, second word byte)`
+    /// to rows of two `w`-byte words.
+    const fn merge(w: usize) -> [u8; 32] {
+        let mut c = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            let (q, r) = (i % 16 / (2 * w), i % (2 * w));
+            c[i] = (2 * (q * w + r % w) + r / w) as u8;
+            i += 1;
+        }
+        c
+    }
+
+    /// Inverse of [`rows`]: the first `n / 32 * 32` bytes of codes of `2 * w` bytes at
+    /// `c` as rows of two `w`-byte words (the even bits first, the odd bits first where
+    /// `swap`) at `out`. Returns the code bytes done and the OR of their codes.
+    ///
+    /// # Safety
+    /// AVX2; `c` readable and `out` writable for `n` bytes; `w` is 1, 2 or 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        const M: [[u8; 32]; 3] = [merge(1), merge(2), merge(4)];
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let ctl = _mm256_loadu_si256(M[w.trailing_zeros() as usize].as_ptr().cast());
+            let (lo, hi, low) = split_tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(c.add(i).cast());
+                acc = _mm256_or_si256(acc, v);
+                let [x, y] = unspread(v, lo, hi, low);
+                let (f, s) = if swap { (y, x) } else { (x, y) };
+                let xy = _mm256_or_si256(f, _mm256_slli_epi16(s, 8));
+                _mm256_storeu_si256(out.add(i).cast(), _mm256_shuffle_epi8(xy, ctl));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2 * w))
+        }
+    }
 }
 
 /// The even and odd bits of the 2-D Hilbert index of `(x, y)` in lanes of their own
@@ -2532,6 +2675,120 @@ fn encode2_avx2<U: Word, O: Word>(
     };
     let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..], false);
     Some(tail.or(U::from_u64(a)))
+}
+
+/// Whether [`decode2_avx2`] takes 2-D codes of type `U` into coordinates of type `O` on
+/// kernel `k`: AVX2, codes twice as wide as the coordinates.
+#[cfg(target_arch = "x86_64")]
+fn decode2_fits<U: Word, O: Word>(k: Kernel) -> bool {
+    k == Kernel::Avx2 && U::BITS == 2 * O::BITS && O::BITS <= 32
+}
+
+/// Inverse of [`h2_halves`].
+#[inline(always)]
+fn h2_point<O: Word>(e: O, o: O, nbits: u32) -> (O, O) {
+    let up = O::BITS - nbits;
+    O::h2_unbits(e.shl(up), o.shl(up), nbits, O::BITS)
+}
+
+/// 2-D Hilbert coordinates of one chunk on AVX2, codes twice as wide as the coordinates:
+/// per block of 256 codes, the even and odd bits split by [`nib2::cols_dec`], then the
+/// prefix scan of [`Word::h2_unbits`] in lanes of the coordinates' width. Returns the OR
+/// of the codes.
+///
+/// # Safety
+/// The CPU has AVX2 and BMI2; `U::BITS == 2 * O::BITS <= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn hilbert2_dec_avx2<U: Word, O: Word>(nbits: u32, codes: &[U], dst: &mut Dst<'_, O>) -> U {
+    const B: usize = 256;
+    let w = (O::BITS / 8) as usize;
+    let mut ev = [O::default(); B];
+    let mut od = [O::default(); B];
+    let mut acc = U::default();
+    for (bi, cb) in codes.chunks(B).enumerate() {
+        let (r0, m) = (bi * B, cb.len());
+        // SAFETY: AVX2; `cb` holds `m` codes of `2 * w` bytes, `ev` and `od` `B >= m`
+        // words of `w` bytes.
+        let (done, a) = unsafe {
+            nib2::cols_dec(
+                cb.as_ptr().cast(),
+                2 * m * w,
+                w,
+                ev.as_mut_ptr().cast(),
+                od.as_mut_ptr().cast(),
+            )
+        };
+        acc = acc.or(U::from_u64(a));
+        for j in done / (2 * w)..m {
+            acc = acc.or(cb[j]);
+            ev[j] = cast(cb[j].compact1());
+            od[j] = cast(cb[j].shr(1).compact1());
+        }
+        match dst {
+            Dst::Rows(out) => {
+                for ((r, &e), &o) in out[2 * r0..2 * (r0 + m)]
+                    .chunks_exact_mut(2)
+                    .zip(&ev[..m])
+                    .zip(&od[..m])
+                {
+                    (r[0], r[1]) = h2_point(e, o, nbits);
+                }
+            }
+            Dst::Cols([x, y, _]) => {
+                let it = x[r0..r0 + m].iter_mut().zip(y[r0..r0 + m].iter_mut());
+                for (((xo, yo), &e), &o) in it.zip(&ev[..m]).zip(&od[..m]) {
+                    (*xo, *yo) = h2_point(e, o, nbits);
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// 2-D coordinates of one chunk of codes on AVX2 where [`decode2_fits`]: Morton by
+/// [`nib2`] straight into the output (the tail on the generic loop), Hilbert by
+/// [`hilbert2_dec_avx2`]. Returns the OR of the codes.
+#[cfg(target_arch = "x86_64")]
+fn decode2_avx2<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
+    assert!(decode2_fits::<U, O>(k));
+    let n = codes.len();
+    let w = (O::BITS / 8) as usize;
+    let c: *const u8 = codes.as_ptr().cast();
+    let msb = match curve {
+        // SAFETY: `kernel()` picks AVX2 only where the CPU has it (with BMI2, as for
+        // `multiversion!`); `decode2_fits` checked the widths.
+        Curve::Hilbert => return unsafe { hilbert2_dec_avx2(nbits, codes, &mut dst) },
+        Curve::Morton { msb } => msb,
+    };
+    // SAFETY (both): AVX2 as above; the codes are `n * 2 * w` bytes, the output holds
+    // `2 * n` words of `w` bytes (asserted).
+    let (done, a) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 2 * n);
+            let (b, a) = unsafe { nib2::rows_dec(c, 2 * n * w, w, msb, o.as_mut_ptr().cast()) };
+            (b / (2 * w), a)
+        }
+        Dst::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (xp, yp) = (x.as_mut_ptr().cast(), y.as_mut_ptr().cast());
+            let (b, a) = unsafe { nib2::cols_dec(c, 2 * n * w, w, xp, yp) };
+            (b / (2 * w), a)
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
+    };
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
 }
 
 // --- drivers ------------------------------------------------------------------------------
@@ -2874,6 +3131,12 @@ pub fn decode_into<T: Coord, O: Word>(
             }
             _ => o,
         };
+        // 2-D codes twice as wide as the coordinates on AVX2: nibble-table compactions.
+        #[cfg(target_arch = "x86_64")]
+        if d == 2 && decode2_fits::<T::Unsigned, O>(k) {
+            let a = decode2_avx2(k, curve, nbits, part, o);
+            return Ok(a.to_u64() & !limit != 0);
+        }
         #[cfg(target_arch = "x86_64")]
         if perm9_fits {
             let mut o = o;
