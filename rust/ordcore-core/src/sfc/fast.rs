@@ -2791,6 +2791,245 @@ fn decode2_avx2<U: Word, O: Word>(
     tail.or(U::from_u64(a))
 }
 
+/// 3-D Morton encoding on AVX2 by 16-entry nibble tables (`vpshufb`): byte `j` of the
+/// three coordinates makes code bytes `3j`, `3j + 1`, `3j + 2` (their 24 interleaved
+/// bits), each the OR of table lookups at the coordinates' low and high nibbles (12 tables
+/// in all), 32 coordinate bytes a step; per-lane byte permutes then place the code bytes
+/// in lanes of the code's width. Rows of an `(n, 3)` array are split into the three
+/// coordinates by byte permutes first (48 bytes per 128-bit lane).
+#[cfg(target_arch = "x86_64")]
+mod nib3 {
+    use std::arch::x86_64::*;
+
+    /// The 12-bit spread of nibble `v` (its bits on every third bit).
+    const fn spread(v: usize) -> usize {
+        (v & 1) | (v & 2) << 2 | (v & 4) << 4 | (v & 8) << 6
+    }
+
+    /// The tables of the coordinate shifted by `s`: byte 0 and byte 1 of the triple from
+    /// its low nibble, byte 1 and byte 2 from its high nibble.
+    const fn tables(s: usize) -> [[u8; 16]; 4] {
+        let mut t = [[0u8; 16]; 4];
+        let mut v = 0;
+        while v < 16 {
+            let lo = spread(v) << s;
+            let hi = lo << 12;
+            t[0][v] = lo as u8;
+            t[1][v] = (lo >> 8) as u8;
+            t[2][v] = (hi >> 8) as u8;
+            t[3][v] = (hi >> 16) as u8;
+            v += 1;
+        }
+        t
+    }
+
+    /// The `vpshufb` controls that place, per 128-bit lane, triple byte `s` of coordinate
+    /// byte `p * w + j` (the lane's point `p`) at byte `3j + s` of that point's `ob`-byte
+    /// code, for the `ob / w` output vectors: `[vector][s]`.
+    const fn place(w: usize, ob: usize) -> [[[u8; 32]; 3]; 4] {
+        let mut c = [[[0x80u8; 32]; 3]; 4];
+        let mut i = 0;
+        while i < ob / w {
+            let mut b = 0;
+            while b < 32 {
+                let (p, t) = (i * (16 / ob) + b % 16 / ob, b % ob);
+                let (j, s) = (t / 3, t % 3);
+                if j < w {
+                    c[i][s][b] = (p * w + j) as u8;
+                }
+                b += 1;
+            }
+            i += 1;
+        }
+        c
+    }
+
+    /// The `vpshufb` controls that gather, per 128-bit lane of 48 row bytes held as three
+    /// 16-byte chunks, coordinate `c`'s words: `[c][chunk]`.
+    const fn gather(w: usize) -> [[[u8; 32]; 3]; 3] {
+        let mut g = [[[0x80u8; 32]; 3]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (q, j) = (b % 16 / w, b % w);
+                let off = 3 * w * q + c * w + j;
+                g[c][off / 16][b] = (off % 16) as u8;
+                b += 1;
+            }
+            c += 1;
+        }
+        g
+    }
+
+    #[inline(always)]
+    unsafe fn bcast(t: &[u8; 16]) -> __m256i {
+        // SAFETY (callers): AVX2.
+        unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())) }
+    }
+
+    /// The OR of the `w`-byte little-endian words of `v`.
+    fn fold(v: [u8; 32], w: usize) -> u64 {
+        v.chunks_exact(w).fold(0, |a, c| {
+            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
+        })
+    }
+
+    /// Codes (`OB` bytes) of the leading `n / (32 / W) * (32 / W)` points of `W`-byte
+    /// coordinates: three columns at `src`, or rows at `src[0]` where `ROWS`; coordinate
+    /// `i` shifted left by `sh[i]`. Returns the points done and the OR of their
+    /// coordinates.
+    ///
+    /// # Safety
+    /// AVX2; `(W, OB)` one of (1, 2), (1, 4), (2, 4), (2, 8), (4, 8); each column readable
+    /// for `n * W` bytes (rows: `3 * n * W`), `out` writable for `n * OB`; `sh` a
+    /// permutation of `[0, 1, 2]`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn encode<const W: usize, const OB: usize, const ROWS: bool>(
+        src: [*const u8; 3],
+        n: usize,
+        out: *mut u8,
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        const { assert!(OB / W == 2 || OB / W == 4) };
+        let pl = const { place(W, OB) };
+        let ga = const { gather(W) };
+        let step = 32 / W;
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t: [[__m256i; 4]; 3] = sh.map(|s| tables(s as usize).map(|t| bcast(&t)));
+            let low = _mm256_set1_epi8(0x0F);
+            let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
+            let place: [[__m256i; 3]; 4] = pl.map(|v| ld(&v));
+            let gath: [[__m256i; 3]; 3] = ga.map(|v| ld(&v));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + step <= n {
+                let v: [__m256i; 3] = if ROWS {
+                    // Lane 0: row bytes 0-47, lane 1: 48-95, as three 16-byte chunks.
+                    let r = src[0].add(3 * W * i);
+                    let chunk = |k: usize| {
+                        _mm256_loadu2_m128i(r.add(48 + 16 * k).cast(), r.add(16 * k).cast())
+                    };
+                    let ch = [chunk(0), chunk(1), chunk(2)];
+                    gath.map(|g| {
+                        _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(ch[0], g[0]),
+                                _mm256_shuffle_epi8(ch[1], g[1]),
+                            ),
+                            _mm256_shuffle_epi8(ch[2], g[2]),
+                        )
+                    })
+                } else {
+                    src.map(|p| _mm256_loadu_si256(p.add(W * i).cast()))
+                };
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v[0], _mm256_or_si256(v[1], v[2])));
+                let mut b = [_mm256_setzero_si256(); 3];
+                for c in 0..3 {
+                    let lo = _mm256_and_si256(v[c], low);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(v[c], 4), low);
+                    let tc = &t[c];
+                    b[0] = _mm256_or_si256(b[0], _mm256_shuffle_epi8(tc[0], lo));
+                    b[1] = _mm256_or_si256(
+                        b[1],
+                        _mm256_or_si256(
+                            _mm256_shuffle_epi8(tc[1], lo),
+                            _mm256_shuffle_epi8(tc[2], hi),
+                        ),
+                    );
+                    b[2] = _mm256_or_si256(b[2], _mm256_shuffle_epi8(tc[3], hi));
+                }
+                let mut a = [_mm256_setzero_si256(); 4];
+                for (k, a) in a.iter_mut().enumerate().take(OB / W) {
+                    *a = _mm256_or_si256(
+                        _mm256_or_si256(
+                            _mm256_shuffle_epi8(b[0], place[k][0]),
+                            _mm256_shuffle_epi8(b[1], place[k][1]),
+                        ),
+                        _mm256_shuffle_epi8(b[2], place[k][2]),
+                    );
+                }
+                // Lane 0 of the vectors holds the first half of the points, in order.
+                let o = out.add(OB * i);
+                let r = OB / W;
+                for k in 0..r / 2 {
+                    let (p, q) = (a[2 * k], a[2 * k + 1]);
+                    _mm256_storeu_si256(
+                        o.add(32 * k).cast(),
+                        _mm256_permute2x128_si256(p, q, 0x20),
+                    );
+                    _mm256_storeu_si256(
+                        o.add(32 * (k + r / 2)).cast(),
+                        _mm256_permute2x128_si256(p, q, 0x31),
+                    );
+                }
+                i += step;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, W))
+        }
+    }
+}
+
+/// 3-D Morton codes of one chunk by [`nib3::encode`] on the AVX2 kernel, the tail on the
+/// generic loop: `uint8` coordinates into `uint16`/`uint32`, `uint16` into
+/// `uint32`/`uint64`, `uint32` into `uint64`. `None` for other kernels and widths.
+/// Returns the OR of the input values.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_encode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    let fits = matches!(
+        (U::BITS, O::BITS),
+        (8, 16) | (8, 32) | (16, 32) | (16, 64) | (32, 64)
+    );
+    if k != Kernel::Avx2 || !fits {
+        return None;
+    }
+    let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
+    let n = out.len();
+    let (ptrs, rows) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 3 * n);
+            ([s.as_ptr() as *const u8; 3], true)
+        }
+        Src::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            (c.map(|c| c.as_ptr() as *const u8), false)
+        }
+    };
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
+    // kernel's pairs (checked above); lengths asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (8, 16, true) => nib3::encode::<1, 2, true>(ptrs, n, o, sh),
+            (8, 16, false) => nib3::encode::<1, 2, false>(ptrs, n, o, sh),
+            (8, _, true) => nib3::encode::<1, 4, true>(ptrs, n, o, sh),
+            (8, _, false) => nib3::encode::<1, 4, false>(ptrs, n, o, sh),
+            (16, 32, true) => nib3::encode::<2, 4, true>(ptrs, n, o, sh),
+            (16, 32, false) => nib3::encode::<2, 4, false>(ptrs, n, o, sh),
+            (16, _, true) => nib3::encode::<2, 8, true>(ptrs, n, o, sh),
+            (16, _, false) => nib3::encode::<2, 8, false>(ptrs, n, o, sh),
+            (_, _, true) => nib3::encode::<4, 8, true>(ptrs, n, o, sh),
+            (_, _, false) => nib3::encode::<4, 8, false>(ptrs, n, o, sh),
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[3 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..], false);
+    Some(tail.or(U::from_u64(a)))
+}
+
 // --- drivers ------------------------------------------------------------------------------
 
 fn check_out<O: Word>(d: usize, nbits: u32, what: &'static str) -> Result<()> {
@@ -2954,6 +3193,9 @@ pub fn encode_into<T: Coord, O: Word>(
         #[cfg(target_arch = "x86_64")]
         if let (Curve::Morton { msb }, 3) = (curve, d) {
             if let Some(acc) = morton3_lut_encode(k, msb, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+            if let Some(acc) = morton3_avx2_encode(k, msb, nbits, part, o) {
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
