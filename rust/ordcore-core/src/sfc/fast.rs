@@ -2971,6 +2971,150 @@ mod nib3 {
             (i, fold(v, W))
         }
     }
+
+    /// Per nibble `k` (bits `4k..4k + 4`) of a code byte triple, the bits of the
+    /// coordinate shifted by `s` that it holds, at their places in the coordinate byte.
+    const fn untables(s: usize) -> [[u8; 16]; 6] {
+        let mut t = [[0u8; 16]; 6];
+        let mut k = 0;
+        while k < 6 {
+            let mut v = 0;
+            while v < 16 {
+                let mut b = 0;
+                while b < 4 {
+                    let q = 4 * k + b;
+                    if (v >> b) & 1 == 1 && q % 3 == s {
+                        t[k][v] |= 1 << ((q - s) / 3);
+                    }
+                    b += 1;
+                }
+                v += 1;
+            }
+            k += 1;
+        }
+        t
+    }
+
+    /// The `vpshufb` controls that gather, per 128-bit lane, byte `s` of the code byte
+    /// triple of coordinate byte `j` of the lane's point `p` (at `p * w + j`) from the
+    /// lane's `cb / w` 16-byte chunks of `cb`-byte codes: `[chunk][s]`.
+    const fn triples(cb: usize, w: usize) -> [[[u8; 32]; 3]; 4] {
+        let mut c = [[[0x80u8; 32]; 3]; 4];
+        let mut s = 0;
+        while s < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (p, j) = (b % 16 / w, b % w);
+                let t = 3 * j + s;
+                if t < cb {
+                    let off = p * cb + t;
+                    c[off / 16][s][b] = (off % 16) as u8;
+                }
+                b += 1;
+            }
+            s += 1;
+        }
+        c
+    }
+
+    /// The `vpshufb` controls that place, per 128-bit lane, coordinate `c`'s words into
+    /// three 16-byte chunks of rows of `3 * w` bytes: `[chunk][c]` (inverse of
+    /// [`gather`]).
+    const fn scatter(w: usize) -> [[[u8; 32]; 3]; 3] {
+        let mut g = [[[0x80u8; 32]; 3]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (q, j) = (b % 16 / w, b % w);
+                let off = 3 * w * q + c * w + j;
+                g[off / 16][c][off % 16 + b / 16 * 16] = (b % 16) as u8;
+                b += 1;
+            }
+            c += 1;
+        }
+        g
+    }
+
+    /// Inverse of [`encode`]: the coordinates (`W` bytes) of the leading
+    /// `n / (32 / W) * (32 / W)` codes of `CB` bytes at `codes`, into three columns at
+    /// `dst`, or rows at `dst[0]` where `ROWS`; coordinate `i` from the code bits at
+    /// `3k + sh[i]`. Returns the codes done and the OR of them.
+    ///
+    /// # Safety
+    /// AVX2; `(CB, W)` one of (2, 1), (4, 1), (4, 2), (8, 2), (8, 4); `codes` readable for
+    /// `n * CB` bytes, each column writable for `n * W` (rows: `3 * n * W`); `sh` a
+    /// permutation of `[0, 1, 2]`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn decode<const CB: usize, const W: usize, const ROWS: bool>(
+        codes: *const u8,
+        n: usize,
+        dst: [*mut u8; 3],
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        const { assert!(CB / W == 2 || CB / W == 4) };
+        let tr = const { triples(CB, W) };
+        let sc = const { scatter(W) };
+        let step = 32 / W;
+        let r = CB / W;
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t: [[__m256i; 6]; 3] = sh.map(|s| untables(s as usize).map(|t| bcast(&t)));
+            let low = _mm256_set1_epi8(0x0F);
+            let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
+            let tri: [[__m256i; 3]; 4] = tr.map(|v| ld(&v));
+            let sca: [[__m256i; 3]; 3] = sc.map(|v| ld(&v));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + step <= n {
+                // Lane 0: the codes of the first half of the points, lane 1 the rest.
+                let c0 = codes.add(CB * i);
+                let mut b = [_mm256_setzero_si256(); 3];
+                for (k, tk) in tri.iter().enumerate().take(r) {
+                    let v = _mm256_loadu2_m128i(c0.add(16 * (r + k)).cast(), c0.add(16 * k).cast());
+                    acc = _mm256_or_si256(acc, v);
+                    for s in 0..3 {
+                        b[s] = _mm256_or_si256(b[s], _mm256_shuffle_epi8(v, tk[s]));
+                    }
+                }
+                let nib = b.map(|v| {
+                    [
+                        _mm256_and_si256(v, low),
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), low),
+                    ]
+                });
+                let v: [__m256i; 3] = [0, 1, 2].map(|c| {
+                    let tc = &t[c];
+                    let mut x = _mm256_setzero_si256();
+                    for k in 0..6 {
+                        x = _mm256_or_si256(x, _mm256_shuffle_epi8(tc[k], nib[k / 2][k % 2]));
+                    }
+                    x
+                });
+                if ROWS {
+                    let o = dst[0].add(3 * W * i);
+                    for (k, sk) in sca.iter().enumerate() {
+                        let ch = _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(v[0], sk[0]),
+                                _mm256_shuffle_epi8(v[1], sk[1]),
+                            ),
+                            _mm256_shuffle_epi8(v[2], sk[2]),
+                        );
+                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
+                    }
+                } else {
+                    for c in 0..3 {
+                        _mm256_storeu_si256(dst[c].add(W * i).cast(), v[c]);
+                    }
+                }
+                i += step;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, CB))
+        }
+    }
 }
 
 /// 3-D Morton codes of one chunk by [`nib3::encode`] on the AVX2 kernel, the tail on the
@@ -3028,6 +3172,68 @@ fn morton3_avx2_encode<U: Word, O: Word>(
     let curve = Curve::Morton { msb };
     let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..], false);
     Some(tail.or(U::from_u64(a)))
+}
+
+/// Whether [`morton3_avx2_decode`] takes 3-D Morton codes of type `U` into coordinates of
+/// type `O` on kernel `k`.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_decodes<U: Word, O: Word>(k: Kernel) -> bool {
+    let fits = matches!(
+        (U::BITS, O::BITS),
+        (16, 8) | (32, 8) | (32, 16) | (64, 16) | (64, 32)
+    );
+    k == Kernel::Avx2 && fits
+}
+
+/// Coordinates of one chunk of 3-D Morton codes by [`nib3::decode`] on the AVX2 kernel,
+/// the tail on the generic loop, where [`morton3_avx2_decodes`]. Returns the OR of the
+/// codes.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_decode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    dst: Dst<'_, O>,
+) -> U {
+    assert!(morton3_avx2_decodes::<U, O>(k));
+    let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
+    let n = codes.len();
+    let mut dst = dst;
+    let (ptrs, rows) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 3 * n);
+            ([o.as_mut_ptr() as *mut u8; 3], true)
+        }
+        Dst::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+        }
+    };
+    let cp: *const u8 = codes.as_ptr().cast();
+    // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
+    // kernel's pairs (checked above); lengths asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (16, _, true) => nib3::decode::<2, 1, true>(cp, n, ptrs, sh),
+            (16, _, false) => nib3::decode::<2, 1, false>(cp, n, ptrs, sh),
+            (32, 8, true) => nib3::decode::<4, 1, true>(cp, n, ptrs, sh),
+            (32, 8, false) => nib3::decode::<4, 1, false>(cp, n, ptrs, sh),
+            (32, _, true) => nib3::decode::<4, 2, true>(cp, n, ptrs, sh),
+            (32, _, false) => nib3::decode::<4, 2, false>(cp, n, ptrs, sh),
+            (_, 16, true) => nib3::decode::<8, 2, true>(cp, n, ptrs, sh),
+            (_, 16, false) => nib3::decode::<8, 2, false>(cp, n, ptrs, sh),
+            (_, _, true) => nib3::decode::<8, 4, true>(cp, n, ptrs, sh),
+            (_, _, false) => nib3::decode::<8, 4, false>(cp, n, ptrs, sh),
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
 }
 
 // --- drivers ------------------------------------------------------------------------------
@@ -3369,6 +3575,10 @@ pub fn decode_into<T: Coord, O: Word>(
                 if morton3_lut_decodes::<T::Unsigned, O>(k, nbits, matches!(o, Dst::Rows(_))) =>
             {
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
+                return Ok(a.to_u64() & !limit != 0);
+            }
+            (Curve::Morton { msb }, 3) if morton3_avx2_decodes::<T::Unsigned, O>(k) => {
+                let a = morton3_avx2_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
             _ => o,
