@@ -20,6 +20,12 @@ installed: this script then imports a temporary copy of it whose few PEP 695 def
 rewritten for 3.11. Otherwise hilbertsfc is skipped with the reason printed. JSON goes to
 bench-results/sfc.json.
 
+To compare AVX2 code with AVX2 code on an AVX-512 machine, cap ordcore with
+``ORDCORE_SFC_KERNEL=avx2`` and compile hilbertsfc for an AVX2 CPU with
+``NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=+avx2`` (``NUMBA_CPU_NAME`` alone keeps the
+host's AVX-512 features); the header names the peer's target and the last lines count its
+functions with 512-bit registers.
+
     python benches/sfc.py [--n 1000000] [--repeat 7] [--sub 5000]
 """
 

@@ -35,6 +35,11 @@
 //!   (64-bit codes into separate uint32 arrays: three more windows for byte 2), separate
 //!   arrays regrouped into full-vector stores. 3-D Hilbert decoding in 32-bit lanes ends
 //!   with the same kernel.
+//! * On the AVX2 kernel, where the code is twice (2-D) or up to four times (3-D) as wide as
+//!   the coordinates, bit interleaves are 16-entry nibble-table lookups (`vpshufb`) on
+//!   32 bytes at a time ([`nib2`], [`nib3`]) instead of magic-number spreads in lanes of
+//!   the code's width; 2-D Hilbert runs its prefix scan in lanes of the coordinates'
+//!   width and interleaves (splits) the index bits with the same tables.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
