@@ -20,6 +20,12 @@ installed: this script then imports a temporary copy of it whose few PEP 695 def
 rewritten for 3.11. Otherwise hilbertsfc is skipped with the reason printed. JSON goes to
 bench-results/sfc.json.
 
+To compare AVX2 code with AVX2 code on an AVX-512 machine, cap ordcore with
+``ORDCORE_SFC_KERNEL=avx2`` and compile hilbertsfc for an AVX2 CPU with
+``NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=+avx2`` (``NUMBA_CPU_NAME`` alone keeps the
+host's AVX-512 features); the header names the peer's target and the last lines count its
+functions with 512-bit registers.
+
     python benches/sfc.py [--n 1000000] [--repeat 7] [--sub 5000]
 """
 
@@ -81,6 +87,48 @@ def load_hilbertsfc() -> tuple[ModuleType | None, str]:
                         f"for Python {sys.version_info[0]}.{sys.version_info[1]})")
 
 
+def peer_target() -> str:
+    """The CPU numba compiles hilbertsfc for: the host's, or the one ``NUMBA_CPU_NAME`` and
+    ``NUMBA_CPU_FEATURES`` name. numba keeps the host's features (AVX-512 included) unless
+    ``NUMBA_CPU_FEATURES`` is set too, so an AVX2-only comparison on an AVX-512 host takes
+    ``NUMBA_CPU_NAME=haswell NUMBA_CPU_FEATURES=+avx2``; the line also says whether a probe
+    loop compiled under these settings uses 512-bit (zmm) registers."""
+    import numba
+    from numba.core import config
+
+    name = config.CPU_NAME
+    feats = config.CPU_FEATURES
+    if name is None and feats is None:
+        return "the host's (NUMBA_CPU_NAME / NUMBA_CPU_FEATURES unset)"
+
+    @numba.njit
+    def probe(a: np.ndarray) -> None:
+        for i in range(a.size):
+            a[i] = a[i] * np.uint32(3) ^ (a[i] >> np.uint32(1))
+
+    probe(np.zeros(64, np.uint32))
+    zmm = "zmm" in probe.inspect_asm(probe.signatures[0])
+    feats_str = "the host's" if feats is None else repr(feats)
+    return (f"NUMBA_CPU_NAME={name or 'host'}, features {feats_str}: a probe loop "
+            f"{'uses' if zmm else 'has no'} 512-bit (zmm) registers")
+
+
+def peer_zmm() -> str:
+    """How many of hilbertsfc's compiled functions use 512-bit (zmm) registers."""
+    import gc
+
+    from numba.core.dispatcher import Dispatcher
+
+    seen = zmm = 0
+    for o in gc.get_objects():
+        if (issubclass(type(o), Dispatcher)  # not isinstance: dead weak proxies raise
+                and o.py_func.__module__.startswith("hilbertsfc")):
+            for sig in o.signatures:
+                seen += 1
+                zmm += "zmm" in o.inspect_asm(sig)
+    return f"{zmm} of hilbertsfc's {seen} compiled functions use 512-bit (zmm) registers"
+
+
 def narrowest(bits: int) -> type:
     return next(t for b, t in ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64))
                 if b >= bits)
@@ -120,6 +168,10 @@ def main() -> None:
     n = args.n
     hs, note = load_hilbertsfc()
     print(f"peer: {note}" if hs else f"skipped hilbertsfc: {note}")
+    if hs is not None:
+        target = peer_target()
+        note += f"; {target}"
+        print(f"peer target CPU: {target}")
     print(f"ordcore sfc kernel: {sfc.kernel()}; {n} points; best of {args.repeat}, interleaved; "
           "ns per point, 1 thread")
     rng = np.random.default_rng(0)
@@ -229,6 +281,10 @@ def main() -> None:
                           for k, v in t.items()))
         rows.append({"curve": "hilbert", "d": d, "nbits": nbits, "op": "encode", "n": sub,
                      "ns_per_point": t, "note": "pure-Python peers"})
+    if hs is not None:
+        zmm = peer_zmm()
+        note += f"; {zmm}"
+        print(f"peer machine code: {zmm}")
     out = Path(__file__).resolve().parents[1] / "bench-results"
     out.mkdir(exist_ok=True)
     path = out / "sfc.json"

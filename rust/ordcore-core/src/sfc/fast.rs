@@ -38,6 +38,11 @@
 //!   (64-bit codes into separate uint32 arrays: three more windows for byte 2), separate
 //!   arrays regrouped into full-vector stores. 3-D Hilbert decoding starts with the same
 //!   kernel.
+//! * On the AVX2 kernel, where the code is twice (2-D) or up to four times (3-D) as wide as
+//!   the coordinates, bit interleaves are 16-entry nibble-table lookups (`vpshufb`) on
+//!   32 bytes at a time ([`nib2`], [`nib3`]) instead of magic-number spreads in lanes of
+//!   the code's width; 2-D Hilbert runs its prefix scan in lanes of the coordinates'
+//!   width and interleaves (splits) the index bits with the same tables.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -138,8 +143,17 @@ pub trait Word:
     fn compact2(self) -> Self;
     /// 2-D Hilbert index of `(x, y)` (`nbits <= BITS / 2`).
     fn h2_enc(x: Self, y: Self, nbits: u32) -> Self;
+    /// The even (`.0`) and odd (`.1`) bits of the 2-D Hilbert index of `(x, y)`, computed on
+    /// the low `h` bits of the lanes (`nbits <= h`; `h` = `BITS` or `BITS / 2`, a
+    /// constant after inlining), aligned to the top of those `h` bits: the index is their
+    /// bit interleave shifted right by `2 * (h - nbits)`.
+    fn h2_bits(x: Self, y: Self, nbits: u32, h: u32) -> (Self, Self);
     /// Inverse of [`Word::h2_enc`].
     fn h2_dec(self, nbits: u32) -> (Self, Self);
+    /// Inverse of [`Word::h2_bits`]: `(x, y)` from the even (`i0`) and odd (`i1`) bits of
+    /// the index, each aligned to the top of the low `h` bits as `h2_bits` returns them
+    /// (`nbits <= h`; `h` = `BITS` or `BITS / 2`).
+    fn h2_unbits(i0: Self, i1: Self, nbits: u32, h: u32) -> (Self, Self);
 }
 
 macro_rules! impl_word {
@@ -247,12 +261,19 @@ macro_rules! impl_word {
             }
             #[inline(always)]
             fn h2_enc(x: Self, y: Self, nbits: u32) -> Self {
-                // Coordinate 0 (`x`) supplies the more significant bit of each pair, as
-                // `hilbertcurve`. The coordinates are aligned to the top of the low half.
                 const H: u32 = <$t>::BITS / 2;
-                let x = x.wrapping_shl(H - nbits);
-                let y = y.wrapping_shl(H - nbits);
-                let m: $t = <$t>::MAX >> H;
+                let (i0, i1) = Self::h2_bits(x, y, nbits, H);
+                let h = (i1.part1() << 1) | i0.part1();
+                h.wrapping_shr(2 * (H - nbits))
+            }
+            #[inline(always)]
+            fn h2_bits(x: Self, y: Self, nbits: u32, h: u32) -> (Self, Self) {
+                // Coordinate 0 (`x`) supplies the more significant bit of each pair, as
+                // `hilbertcurve`. The coordinates are aligned to the top of the low `h`
+                // bits.
+                let x = x.wrapping_shl(h - nbits);
+                let y = y.wrapping_shl(h - nbits);
+                let m: $t = <$t>::MAX >> (<$t>::BITS - h);
                 let (mut aa, mut bb, mut cc, mut dd);
                 {
                     let a = x ^ y;
@@ -264,11 +285,11 @@ macro_rules! impl_word {
                     cc = ((c >> 1) ^ (b & (d >> 1))) ^ c;
                     dd = ((a & (c >> 1)) ^ (d >> 1)) ^ d;
                 }
-                // The strides 2, 4, .. below H / 2, unrolled by hand (a loop here keeps
+                // The strides 2, 4, .. below h / 2, unrolled by hand (a loop here keeps
                 // LLVM from vectorizing the caller's loop over points).
                 macro_rules! round {
                     ($s:expr) => {
-                        if $s < H / 2 {
+                        if $s < h / 2 {
                             let s = $s;
                             let (a, b, c, d) = (aa, bb, cc, dd);
                             aa = (a & a.wrapping_shr(s)) ^ (b & b.wrapping_shr(s));
@@ -281,44 +302,50 @@ macro_rules! impl_word {
                 round!(2);
                 round!(4);
                 round!(8);
+                round!(16);
                 {
                     let (a, b, c, d) = (aa, bb, cc, dd);
-                    cc ^= (a & (c >> (H / 2))) ^ (b & (d >> (H / 2)));
-                    dd ^= (b & (c >> (H / 2))) ^ ((a ^ b) & (d >> (H / 2)));
+                    let s = h / 2;
+                    cc ^= (a & c.wrapping_shr(s)) ^ (b & d.wrapping_shr(s));
+                    dd ^= (b & c.wrapping_shr(s)) ^ ((a ^ b) & d.wrapping_shr(s));
                 }
                 let a = cc ^ (cc >> 1);
                 let b = dd ^ (dd >> 1);
                 let i0 = x ^ y;
                 let i1 = b | (m ^ (i0 | a));
-                let h = (i1.part1() << 1) | i0.part1();
-                h.wrapping_shr(2 * (H - nbits))
+                (i0, i1)
             }
             #[inline(always)]
             fn h2_dec(self, nbits: u32) -> (Self, Self) {
                 const H: u32 = <$t>::BITS / 2;
+                let i = self.wrapping_shl(2 * (H - nbits));
+                Self::h2_unbits(i.compact1(), (i >> 1).compact1(), nbits, H)
+            }
+            #[inline(always)]
+            fn h2_unbits(i0: Self, i1: Self, nbits: u32, h: u32) -> (Self, Self) {
                 #[inline(always)]
-                fn prefix(mut x: $t) -> $t {
-                    // Bit j: XOR of bits j..H of x.
-                    if H > 16 {
+                fn prefix(mut x: $t, h: u32) -> $t {
+                    // Bit j: XOR of bits j..h of x.
+                    if h > 32 {
+                        x ^= x.wrapping_shr(32);
+                    }
+                    if h > 16 {
                         x ^= x.wrapping_shr(16);
                     }
-                    if H > 8 {
+                    if h > 8 {
                         x ^= x.wrapping_shr(8);
                     }
-                    if H > 4 {
+                    if h > 4 {
                         x ^= x.wrapping_shr(4);
                     }
                     x ^= x >> 2;
                     x ^ (x >> 1)
                 }
-                let m: $t = <$t>::MAX >> H;
-                let i = self.wrapping_shl(2 * (H - nbits));
-                let i0 = i.compact1();
-                let i1 = (i >> 1).compact1();
+                let m: $t = <$t>::MAX >> (<$t>::BITS - h);
                 let t0 = (i0 | i1) ^ m;
                 let t1 = i0 & i1;
-                let a = ((i0 ^ m) & prefix(t1)) | (i0 & prefix(t0));
-                ((a ^ i1) >> (H - nbits), (a ^ i0 ^ i1) >> (H - nbits))
+                let a = ((i0 ^ m) & prefix(t1, h)) | (i0 & prefix(t0, h));
+                ((a ^ i1) >> (h - nbits), (a ^ i0 ^ i1) >> (h - nbits))
             }
         }
     )*};
@@ -2265,6 +2292,952 @@ fn morton3_lut_decode<U: Word, O: Word>(
     tail.or(U::from_u64(a))
 }
 
+/// 2-D bit interleaves on AVX2 by 16-entry nibble tables (`vpshufb`): each byte of the two
+/// inputs gives two code bytes, the spread of its low and of its high nibble, so a code
+/// of `2 * w` bytes takes its bytes from the `w` bytes of each coordinate in order and the
+/// interleave is a byte stream transform whatever the lane width (`uint8` to `uint32`
+/// coordinates). LLVM's AVX2 code for the magic-number spreads runs 10-15 shift/mask steps
+/// in lanes of the code's width (4 lanes of `uint64`); this is about 6 steps per 32 input
+/// bytes. The 2-D Hilbert encoder of [`hilbert2_avx2`] ends with it.
+#[cfg(target_arch = "x86_64")]
+mod nib2 {
+    use std::arch::x86_64::*;
+
+    /// `EVEN[v]`: the 4 bits of `v` on the even bits of a byte.
+    const EVEN: [u8; 16] = {
+        let mut t = [0u8; 16];
+        let mut v = 0;
+        while v < 16 {
+            t[v] = ((v & 1) | (v & 2) << 1 | (v & 4) << 2 | (v & 8) << 3) as u8;
+            v += 1;
+        }
+        t
+    };
+
+    /// The nibble tables: `(even, odd, low-nibble mask)`.
+    #[inline(always)]
+    unsafe fn tables() -> (__m256i, __m256i, __m256i) {
+        // SAFETY (callers): AVX2; `EVEN` has 16 bytes.
+        unsafe {
+            let even = _mm256_broadcastsi128_si256(_mm_loadu_si128(EVEN.as_ptr().cast()));
+            // Every entry is below 0x80: the 16-bit shift carries nothing across bytes.
+            (even, _mm256_slli_epi16(even, 1), _mm256_set1_epi8(0x0F))
+        }
+    }
+
+    /// Per byte of `v`, table `t` at its low nibble and at its high nibble.
+    #[inline(always)]
+    unsafe fn look(t: __m256i, v: __m256i, low: __m256i) -> [__m256i; 2] {
+        // SAFETY (callers): AVX2.
+        unsafe {
+            [
+                _mm256_shuffle_epi8(t, _mm256_and_si256(v, low)),
+                _mm256_shuffle_epi8(t, _mm256_and_si256(_mm256_srli_epi16(v, 4), low)),
+            ]
+        }
+    }
+
+    /// The OR of the `w`-byte little-endian words of `v`.
+    fn fold(v: [u8; 32], w: usize) -> u64 {
+        v.chunks_exact(w).fold(0, |a, c| {
+            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
+        })
+    }
+
+    /// Interleaves the first `n / 32 * 32` bytes of `a` (even bits) and `b` (odd bits),
+    /// words of `w` bytes, into `2 * w`-byte codes at `out`. Returns the bytes of each
+    /// input done and the OR of their words.
+    ///
+    /// # Safety
+    /// AVX2; `a` and `b` readable for `n` bytes, `out` writable for `2 * n`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn cols(
+        a: *const u8,
+        b: *const u8,
+        n: usize,
+        w: usize,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (even, odd, low) = tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let x = _mm256_loadu_si256(a.add(i).cast());
+                let y = _mm256_loadu_si256(b.add(i).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(x, y));
+                let [xl, xh] = look(even, x, low);
+                let [yl, yh] = look(odd, y, low);
+                let (l, h) = (_mm256_or_si256(xl, yl), _mm256_or_si256(xh, yh));
+                // Per 128-bit lane: `lo` spreads input bytes 0-7 (16-23), `hi` 8-15
+                // (24-31).
+                let lo = _mm256_unpacklo_epi8(l, h);
+                let hi = _mm256_unpackhi_epi8(l, h);
+                let o = out.add(2 * i);
+                _mm256_storeu_si256(o.cast(), _mm256_permute2x128_si256(lo, hi, 0x20));
+                _mm256_storeu_si256(o.add(32).cast(), _mm256_permute2x128_si256(lo, hi, 0x31));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, w))
+        }
+    }
+
+    /// The `vpshufb` control that gathers, per 16-byte lane, the first words of the rows
+    /// (`2 * w` bytes each) into bytes 0-7 and the second words into bytes 8-15.
+    const fn split(w: usize) -> [u8; 32] {
+        let mut c = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            let (half, q) = (i % 16 / 8, i % 8);
+            c[i] = ((q / w) * 2 * w + half * w + q % w) as u8;
+            i += 1;
+        }
+        c
+    }
+
+    /// Codes of the `(n / 32 * 32) / (2 * w)` leading rows of `w`-byte words at `r`
+    /// (row-major pairs), first word on the even bits (odd where `swap`), into `out`.
+    /// Returns the bytes done and the OR of their words.
+    ///
+    /// # Safety
+    /// AVX2; `r` readable and `out` writable for `n` bytes; `w` is 1, 2 or 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows(
+        r: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        const C: [[u8; 32]; 3] = [split(1), split(2), split(4)];
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let c = _mm256_loadu_si256(C[w.trailing_zeros() as usize].as_ptr().cast());
+            let (even, odd, low) = tables();
+            let (first, second) = if swap { (odd, even) } else { (even, odd) };
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(r.add(i).cast());
+                acc = _mm256_or_si256(acc, v);
+                // Bytes 0-7 of a lane: first words; 8-15: second words, in row order.
+                let s = _mm256_shuffle_epi8(v, c);
+                let [al, ah] = look(first, s, low);
+                let [bl, bh] = look(second, s, low);
+                let l = _mm256_or_si256(al, _mm256_bsrli_epi128(bl, 8));
+                let h = _mm256_or_si256(ah, _mm256_bsrli_epi128(bh, 8));
+                _mm256_storeu_si256(out.add(i).cast(), _mm256_unpacklo_epi8(l, h));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, w))
+        }
+    }
+
+    /// `SPLIT[v]`: the even bits of nibble `v` in bits 0-1, its odd bits in bits 4-5.
+    const SPLIT: [u8; 16] = {
+        let mut t = [0u8; 16];
+        let mut v = 0;
+        while v < 16 {
+            t[v] = ((v & 1) | (v >> 1 & 2) | (v << 3 & 0x10) | (v << 2 & 0x20)) as u8;
+            v += 1;
+        }
+        t
+    };
+
+    /// The coordinate bytes of 32 code bytes, one per 16-bit lane: the even bits of code
+    /// bytes `2j` and `2j + 1` (low nibble, high nibble) in lane `j` of `.0`, the odd bits
+    /// in `.1`.
+    #[inline(always)]
+    unsafe fn unspread(v: __m256i, lo: __m256i, hi: __m256i, low: __m256i) -> [__m256i; 2] {
+        // SAFETY (callers): AVX2.
+        unsafe {
+            let [a, _] = look(lo, v, low);
+            let [_, b] = look(hi, v, low);
+            // Byte 2j: even bits of code byte 2j in bits 0-3, odd bits in 4-7; byte 2j + 1
+            // likewise for code byte 2j + 1.
+            let t = _mm256_or_si256(a, b);
+            let (m0, m1) = (_mm256_set1_epi16(0x000F), _mm256_set1_epi16(0x00F0));
+            let t4 = _mm256_srli_epi16(t, 4);
+            [
+                _mm256_or_si256(_mm256_and_si256(t, m0), _mm256_and_si256(t4, m1)),
+                _mm256_or_si256(
+                    _mm256_and_si256(t4, m0),
+                    _mm256_and_si256(_mm256_srli_epi16(t, 8), m1),
+                ),
+            ]
+        }
+    }
+
+    /// The tables of [`unspread`]: `SPLIT` for low nibbles, shifted by 2 for high ones.
+    #[inline(always)]
+    unsafe fn split_tables() -> (__m256i, __m256i, __m256i) {
+        // SAFETY (callers): AVX2; `SPLIT` has 16 bytes.
+        unsafe {
+            let lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(SPLIT.as_ptr().cast()));
+            // Every entry is below 0x40: the 16-bit shift carries nothing across bytes.
+            (lo, _mm256_slli_epi16(lo, 2), _mm256_set1_epi8(0x0F))
+        }
+    }
+
+    /// Inverse of [`cols`]: the even bits of the first `n / 64 * 64` bytes of codes of
+    /// `2 * w` bytes at `c` to `a`, the odd bits to `b` (words of `w` bytes). Returns the
+    /// code bytes done and the OR of their codes.
+    ///
+    /// # Safety
+    /// AVX2; `c` readable for `n` bytes, `a` and `b` writable for `n / 2`; `w` is 1, 2 or
+    /// 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn cols_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        a: *mut u8,
+        b: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (lo, hi, low) = split_tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 64 <= n {
+                let v0 = _mm256_loadu_si256(c.add(i).cast());
+                let v1 = _mm256_loadu_si256(c.add(i + 32).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                let [x0, y0] = unspread(v0, lo, hi, low);
+                let [x1, y1] = unspread(v1, lo, hi, low);
+                // The packs interleave 64-bit quarters: (0, 2, 1, 3) restores the order.
+                let x = _mm256_permute4x64_epi64(_mm256_packus_epi16(x0, x1), 0xD8);
+                let y = _mm256_permute4x64_epi64(_mm256_packus_epi16(y0, y1), 0xD8);
+                _mm256_storeu_si256(a.add(i / 2).cast(), x);
+                _mm256_storeu_si256(b.add(i / 2).cast(), y);
+                i += 64;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2 * w))
+        }
+    }
+
+    /// The `vpshufb` control that takes 16-bit lanes `(first word byte, second word byte)`
+    /// to rows of two `w`-byte words.
+    const fn merge(w: usize) -> [u8; 32] {
+        let mut c = [0u8; 32];
+        let mut i = 0;
+        while i < 32 {
+            let (q, r) = (i % 16 / (2 * w), i % (2 * w));
+            c[i] = (2 * (q * w + r % w) + r / w) as u8;
+            i += 1;
+        }
+        c
+    }
+
+    /// Inverse of [`rows`]: the first `n / 32 * 32` bytes of codes of `2 * w` bytes at
+    /// `c` as rows of two `w`-byte words (the even bits first, the odd bits first where
+    /// `swap`) at `out`. Returns the code bytes done and the OR of their codes.
+    ///
+    /// # Safety
+    /// AVX2; `c` readable and `out` writable for `n` bytes; `w` is 1, 2 or 4.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        const M: [[u8; 32]; 3] = [merge(1), merge(2), merge(4)];
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let ctl = _mm256_loadu_si256(M[w.trailing_zeros() as usize].as_ptr().cast());
+            let (lo, hi, low) = split_tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(c.add(i).cast());
+                acc = _mm256_or_si256(acc, v);
+                let [x, y] = unspread(v, lo, hi, low);
+                let (f, s) = if swap { (y, x) } else { (x, y) };
+                let xy = _mm256_or_si256(f, _mm256_slli_epi16(s, 8));
+                _mm256_storeu_si256(out.add(i).cast(), _mm256_shuffle_epi8(xy, ctl));
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2 * w))
+        }
+    }
+}
+
+/// The even and odd bits of the 2-D Hilbert index of `(x, y)` in lanes of their own
+/// width, shifted down to the index's bits ([`Word::h2_bits`] on all `BITS`).
+#[inline(always)]
+fn h2_halves<U: Word>(x: U, y: U, nbits: u32) -> (U, U) {
+    let (e, o) = U::h2_bits(x, y, nbits, U::BITS);
+    (e.shr(U::BITS - nbits), o.shr(U::BITS - nbits))
+}
+
+/// 2-D Hilbert codes of one chunk on AVX2, codes twice as wide as the coordinates: per
+/// block of 256 points, the prefix scan of [`Word::h2_bits`] in lanes of the coordinates'
+/// width (twice as many lanes per vector as in the code's width), then the bit interleave
+/// by [`nib2::cols`]. Returns the OR of the input values.
+///
+/// # Safety
+/// The CPU has AVX2 and BMI2; `O::BITS == 2 * U::BITS <= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
+    const B: usize = 256;
+    let w = (U::BITS / 8) as usize;
+    let mut ev = [U::default(); B];
+    let mut od = [U::default(); B];
+    let mut acc = U::default();
+    for (bi, ob) in out.chunks_mut(B).enumerate() {
+        let (r0, m) = (bi * B, ob.len());
+        let halves = ev[..m].iter_mut().zip(od[..m].iter_mut());
+        match src {
+            Src::Rows(s) => {
+                for ((e, o), r) in halves.zip(s[2 * r0..2 * (r0 + m)].chunks_exact(2)) {
+                    acc = acc.or(r[0]).or(r[1]);
+                    (*e, *o) = h2_halves(r[0], r[1], nbits);
+                }
+            }
+            Src::Cols([x, y, _]) => {
+                for ((e, o), (&a, &b)) in halves.zip(x[r0..r0 + m].iter().zip(&y[r0..r0 + m])) {
+                    acc = acc.or(a).or(b);
+                    (*e, *o) = h2_halves(a, b, nbits);
+                }
+            }
+        }
+        // SAFETY: AVX2; `ev` and `od` hold `m` words of `w` bytes, `ob` `m` codes of
+        // `2 * w` bytes.
+        let (done, _) = unsafe {
+            nib2::cols(
+                ev.as_ptr().cast(),
+                od.as_ptr().cast(),
+                m * w,
+                w,
+                ob.as_mut_ptr().cast(),
+            )
+        };
+        for j in done / w..m {
+            ob[j] = cast::<U, O>(od[j]).part1().shl(1) | cast::<U, O>(ev[j]).part1();
+        }
+    }
+    acc
+}
+
+/// 2-D codes of one chunk on the AVX2 kernel where the code is twice as wide as the
+/// coordinates (`uint8`, `uint16`, `uint32` into `uint16`, `uint32`, `uint64`): Morton by
+/// [`nib2`] straight from the input (the tail on the generic loop), Hilbert by
+/// [`hilbert2_avx2`]. `None` for other kernels and widths. Returns the OR of the input
+/// values.
+#[cfg(target_arch = "x86_64")]
+fn encode2_avx2<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    if k != Kernel::Avx2 || O::BITS != 2 * U::BITS || U::BITS > 32 {
+        return None;
+    }
+    let n = out.len();
+    let w = (U::BITS / 8) as usize;
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    let msb = match curve {
+        // SAFETY: `kernel()` picks AVX2 only where the CPU has it (with BMI2, as for
+        // `multiversion!`); the widths are checked above.
+        Curve::Hilbert => return Some(unsafe { hilbert2_avx2(nbits, src, out) }),
+        Curve::Morton { msb } => msb,
+    };
+    // SAFETY (both): AVX2 as above; the input holds `2 * n` words of `w` bytes and the
+    // output `n` codes of `2 * w` bytes (asserted).
+    let (done, a) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 2 * n);
+            let (b, a) = unsafe { nib2::rows(s.as_ptr().cast(), 2 * n * w, w, msb, o) };
+            (b / (2 * w), a)
+        }
+        Src::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (b, a) = unsafe { nib2::cols(x.as_ptr().cast(), y.as_ptr().cast(), n * w, w, o) };
+            (b / w, a)
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[2 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
+    };
+    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    Some(tail.or(U::from_u64(a)))
+}
+
+/// Whether [`decode2_avx2`] takes 2-D codes of type `U` into coordinates of type `O` on
+/// kernel `k`: AVX2, codes twice as wide as the coordinates.
+#[cfg(target_arch = "x86_64")]
+fn decode2_fits<U: Word, O: Word>(k: Kernel) -> bool {
+    k == Kernel::Avx2 && U::BITS == 2 * O::BITS && O::BITS <= 32
+}
+
+/// Inverse of [`h2_halves`].
+#[inline(always)]
+fn h2_point<O: Word>(e: O, o: O, nbits: u32) -> (O, O) {
+    let up = O::BITS - nbits;
+    O::h2_unbits(e.shl(up), o.shl(up), nbits, O::BITS)
+}
+
+/// 2-D Hilbert coordinates of one chunk on AVX2, codes twice as wide as the coordinates:
+/// per block of 256 codes, the even and odd bits split by [`nib2::cols_dec`], then the
+/// prefix scan of [`Word::h2_unbits`] in lanes of the coordinates' width. Returns the OR
+/// of the codes.
+///
+/// # Safety
+/// The CPU has AVX2 and BMI2; `U::BITS == 2 * O::BITS <= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn hilbert2_dec_avx2<U: Word, O: Word>(nbits: u32, codes: &[U], dst: &mut Dst<'_, O>) -> U {
+    const B: usize = 256;
+    let w = (O::BITS / 8) as usize;
+    let mut ev = [O::default(); B];
+    let mut od = [O::default(); B];
+    let mut acc = U::default();
+    for (bi, cb) in codes.chunks(B).enumerate() {
+        let (r0, m) = (bi * B, cb.len());
+        // SAFETY: AVX2; `cb` holds `m` codes of `2 * w` bytes, `ev` and `od` `B >= m`
+        // words of `w` bytes.
+        let (done, a) = unsafe {
+            nib2::cols_dec(
+                cb.as_ptr().cast(),
+                2 * m * w,
+                w,
+                ev.as_mut_ptr().cast(),
+                od.as_mut_ptr().cast(),
+            )
+        };
+        acc = acc.or(U::from_u64(a));
+        for j in done / (2 * w)..m {
+            acc = acc.or(cb[j]);
+            ev[j] = cast(cb[j].compact1());
+            od[j] = cast(cb[j].shr(1).compact1());
+        }
+        match dst {
+            Dst::Rows(out) => {
+                for ((r, &e), &o) in out[2 * r0..2 * (r0 + m)]
+                    .chunks_exact_mut(2)
+                    .zip(&ev[..m])
+                    .zip(&od[..m])
+                {
+                    (r[0], r[1]) = h2_point(e, o, nbits);
+                }
+            }
+            Dst::Cols([x, y, _]) => {
+                let it = x[r0..r0 + m].iter_mut().zip(y[r0..r0 + m].iter_mut());
+                for (((xo, yo), &e), &o) in it.zip(&ev[..m]).zip(&od[..m]) {
+                    (*xo, *yo) = h2_point(e, o, nbits);
+                }
+            }
+        }
+    }
+    acc
+}
+
+/// 2-D coordinates of one chunk of codes on AVX2 where [`decode2_fits`]: Morton by
+/// [`nib2`] straight into the output (the tail on the generic loop), Hilbert by
+/// [`hilbert2_dec_avx2`]. Returns the OR of the codes.
+#[cfg(target_arch = "x86_64")]
+fn decode2_avx2<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
+    assert!(decode2_fits::<U, O>(k));
+    let n = codes.len();
+    let w = (O::BITS / 8) as usize;
+    let c: *const u8 = codes.as_ptr().cast();
+    let msb = match curve {
+        // SAFETY: `kernel()` picks AVX2 only where the CPU has it (with BMI2, as for
+        // `multiversion!`); `decode2_fits` checked the widths.
+        Curve::Hilbert => return unsafe { hilbert2_dec_avx2(nbits, codes, &mut dst) },
+        Curve::Morton { msb } => msb,
+    };
+    // SAFETY (both): AVX2 as above; the codes are `n * 2 * w` bytes, the output holds
+    // `2 * n` words of `w` bytes (asserted).
+    let (done, a) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 2 * n);
+            let (b, a) = unsafe { nib2::rows_dec(c, 2 * n * w, w, msb, o.as_mut_ptr().cast()) };
+            (b / (2 * w), a)
+        }
+        Dst::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (xp, yp) = (x.as_mut_ptr().cast(), y.as_mut_ptr().cast());
+            let (b, a) = unsafe { nib2::cols_dec(c, 2 * n * w, w, xp, yp) };
+            (b / (2 * w), a)
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
+    };
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
+}
+
+/// 3-D Morton encoding on AVX2 by 16-entry nibble tables (`vpshufb`): byte `j` of the
+/// three coordinates makes code bytes `3j`, `3j + 1`, `3j + 2` (their 24 interleaved
+/// bits), each the OR of table lookups at the coordinates' low and high nibbles (12 tables
+/// in all), 32 coordinate bytes a step; per-lane byte permutes then place the code bytes
+/// in lanes of the code's width. Rows of an `(n, 3)` array are split into the three
+/// coordinates by byte permutes first (48 bytes per 128-bit lane).
+#[cfg(target_arch = "x86_64")]
+mod nib3 {
+    use std::arch::x86_64::*;
+
+    /// The 12-bit spread of nibble `v` (its bits on every third bit).
+    const fn spread(v: usize) -> usize {
+        (v & 1) | (v & 2) << 2 | (v & 4) << 4 | (v & 8) << 6
+    }
+
+    /// The tables of the coordinate shifted by `s`: byte 0 and byte 1 of the triple from
+    /// its low nibble, byte 1 and byte 2 from its high nibble.
+    const fn tables(s: usize) -> [[u8; 16]; 4] {
+        let mut t = [[0u8; 16]; 4];
+        let mut v = 0;
+        while v < 16 {
+            let lo = spread(v) << s;
+            let hi = lo << 12;
+            t[0][v] = lo as u8;
+            t[1][v] = (lo >> 8) as u8;
+            t[2][v] = (hi >> 8) as u8;
+            t[3][v] = (hi >> 16) as u8;
+            v += 1;
+        }
+        t
+    }
+
+    /// The `vpshufb` controls that place, per 128-bit lane, triple byte `s` of coordinate
+    /// byte `p * w + j` (the lane's point `p`) at byte `3j + s` of that point's `ob`-byte
+    /// code, for the `ob / w` output vectors: `[vector][s]`.
+    const fn place(w: usize, ob: usize) -> [[[u8; 32]; 3]; 4] {
+        let mut c = [[[0x80u8; 32]; 3]; 4];
+        let mut i = 0;
+        while i < ob / w {
+            let mut b = 0;
+            while b < 32 {
+                let (p, t) = (i * (16 / ob) + b % 16 / ob, b % ob);
+                let (j, s) = (t / 3, t % 3);
+                if j < w {
+                    c[i][s][b] = (p * w + j) as u8;
+                }
+                b += 1;
+            }
+            i += 1;
+        }
+        c
+    }
+
+    /// The `vpshufb` controls that gather, per 128-bit lane of 48 row bytes held as three
+    /// 16-byte chunks, coordinate `c`'s words: `[c][chunk]`.
+    const fn gather(w: usize) -> [[[u8; 32]; 3]; 3] {
+        let mut g = [[[0x80u8; 32]; 3]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (q, j) = (b % 16 / w, b % w);
+                let off = 3 * w * q + c * w + j;
+                g[c][off / 16][b] = (off % 16) as u8;
+                b += 1;
+            }
+            c += 1;
+        }
+        g
+    }
+
+    #[inline(always)]
+    unsafe fn bcast(t: &[u8; 16]) -> __m256i {
+        // SAFETY (callers): AVX2.
+        unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())) }
+    }
+
+    /// The OR of the `w`-byte little-endian words of `v`.
+    fn fold(v: [u8; 32], w: usize) -> u64 {
+        v.chunks_exact(w).fold(0, |a, c| {
+            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
+        })
+    }
+
+    /// Codes (`OB` bytes) of the leading `n / (32 / W) * (32 / W)` points of `W`-byte
+    /// coordinates: three columns at `src`, or rows at `src[0]` where `ROWS`; coordinate
+    /// `i` shifted left by `sh[i]`. Returns the points done and the OR of their
+    /// coordinates.
+    ///
+    /// # Safety
+    /// AVX2; `(W, OB)` one of (1, 2), (1, 4), (2, 4), (2, 8), (4, 8); each column readable
+    /// for `n * W` bytes (rows: `3 * n * W`), `out` writable for `n * OB`; `sh` a
+    /// permutation of `[0, 1, 2]`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn encode<const W: usize, const OB: usize, const ROWS: bool>(
+        src: [*const u8; 3],
+        n: usize,
+        out: *mut u8,
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        const { assert!(OB / W == 2 || OB / W == 4) };
+        let pl = const { place(W, OB) };
+        let ga = const { gather(W) };
+        let step = 32 / W;
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t: [[__m256i; 4]; 3] = sh.map(|s| tables(s as usize).map(|t| bcast(&t)));
+            let low = _mm256_set1_epi8(0x0F);
+            let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
+            let place: [[__m256i; 3]; 4] = pl.map(|v| ld(&v));
+            let gath: [[__m256i; 3]; 3] = ga.map(|v| ld(&v));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + step <= n {
+                let v: [__m256i; 3] = if ROWS {
+                    // Lane 0: row bytes 0-47, lane 1: 48-95, as three 16-byte chunks.
+                    let r = src[0].add(3 * W * i);
+                    let chunk = |k: usize| {
+                        _mm256_loadu2_m128i(r.add(48 + 16 * k).cast(), r.add(16 * k).cast())
+                    };
+                    let ch = [chunk(0), chunk(1), chunk(2)];
+                    gath.map(|g| {
+                        _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(ch[0], g[0]),
+                                _mm256_shuffle_epi8(ch[1], g[1]),
+                            ),
+                            _mm256_shuffle_epi8(ch[2], g[2]),
+                        )
+                    })
+                } else {
+                    src.map(|p| _mm256_loadu_si256(p.add(W * i).cast()))
+                };
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v[0], _mm256_or_si256(v[1], v[2])));
+                let mut b = [_mm256_setzero_si256(); 3];
+                for c in 0..3 {
+                    let lo = _mm256_and_si256(v[c], low);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(v[c], 4), low);
+                    let tc = &t[c];
+                    b[0] = _mm256_or_si256(b[0], _mm256_shuffle_epi8(tc[0], lo));
+                    b[1] = _mm256_or_si256(
+                        b[1],
+                        _mm256_or_si256(
+                            _mm256_shuffle_epi8(tc[1], lo),
+                            _mm256_shuffle_epi8(tc[2], hi),
+                        ),
+                    );
+                    b[2] = _mm256_or_si256(b[2], _mm256_shuffle_epi8(tc[3], hi));
+                }
+                let mut a = [_mm256_setzero_si256(); 4];
+                for (k, a) in a.iter_mut().enumerate().take(OB / W) {
+                    *a = _mm256_or_si256(
+                        _mm256_or_si256(
+                            _mm256_shuffle_epi8(b[0], place[k][0]),
+                            _mm256_shuffle_epi8(b[1], place[k][1]),
+                        ),
+                        _mm256_shuffle_epi8(b[2], place[k][2]),
+                    );
+                }
+                // Lane 0 of the vectors holds the first half of the points, in order.
+                let o = out.add(OB * i);
+                let r = OB / W;
+                for k in 0..r / 2 {
+                    let (p, q) = (a[2 * k], a[2 * k + 1]);
+                    _mm256_storeu_si256(
+                        o.add(32 * k).cast(),
+                        _mm256_permute2x128_si256(p, q, 0x20),
+                    );
+                    _mm256_storeu_si256(
+                        o.add(32 * (k + r / 2)).cast(),
+                        _mm256_permute2x128_si256(p, q, 0x31),
+                    );
+                }
+                i += step;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, W))
+        }
+    }
+
+    /// Per nibble `k` (bits `4k..4k + 4`) of a code byte triple, the bits of the
+    /// coordinate shifted by `s` that it holds, at their places in the coordinate byte.
+    const fn untables(s: usize) -> [[u8; 16]; 6] {
+        let mut t = [[0u8; 16]; 6];
+        let mut k = 0;
+        while k < 6 {
+            let mut v = 0;
+            while v < 16 {
+                let mut b = 0;
+                while b < 4 {
+                    let q = 4 * k + b;
+                    if (v >> b) & 1 == 1 && q % 3 == s {
+                        t[k][v] |= 1 << ((q - s) / 3);
+                    }
+                    b += 1;
+                }
+                v += 1;
+            }
+            k += 1;
+        }
+        t
+    }
+
+    /// The `vpshufb` controls that gather, per 128-bit lane, byte `s` of the code byte
+    /// triple of coordinate byte `j` of the lane's point `p` (at `p * w + j`) from the
+    /// lane's `cb / w` 16-byte chunks of `cb`-byte codes: `[chunk][s]`.
+    const fn triples(cb: usize, w: usize) -> [[[u8; 32]; 3]; 4] {
+        let mut c = [[[0x80u8; 32]; 3]; 4];
+        let mut s = 0;
+        while s < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (p, j) = (b % 16 / w, b % w);
+                let t = 3 * j + s;
+                if t < cb {
+                    let off = p * cb + t;
+                    c[off / 16][s][b] = (off % 16) as u8;
+                }
+                b += 1;
+            }
+            s += 1;
+        }
+        c
+    }
+
+    /// The `vpshufb` controls that place, per 128-bit lane, coordinate `c`'s words into
+    /// three 16-byte chunks of rows of `3 * w` bytes: `[chunk][c]` (inverse of
+    /// [`gather`]).
+    const fn scatter(w: usize) -> [[[u8; 32]; 3]; 3] {
+        let mut g = [[[0x80u8; 32]; 3]; 3];
+        let mut c = 0;
+        while c < 3 {
+            let mut b = 0;
+            while b < 32 {
+                let (q, j) = (b % 16 / w, b % w);
+                let off = 3 * w * q + c * w + j;
+                g[off / 16][c][off % 16 + b / 16 * 16] = (b % 16) as u8;
+                b += 1;
+            }
+            c += 1;
+        }
+        g
+    }
+
+    /// Inverse of [`encode`]: the coordinates (`W` bytes) of the leading
+    /// `n / (32 / W) * (32 / W)` codes of `CB` bytes at `codes`, into three columns at
+    /// `dst`, or rows at `dst[0]` where `ROWS`; coordinate `i` from the code bits at
+    /// `3k + sh[i]`. Returns the codes done and the OR of them.
+    ///
+    /// # Safety
+    /// AVX2; `(CB, W)` one of (2, 1), (4, 1), (4, 2), (8, 2), (8, 4); `codes` readable for
+    /// `n * CB` bytes, each column writable for `n * W` (rows: `3 * n * W`); `sh` a
+    /// permutation of `[0, 1, 2]`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn decode<const CB: usize, const W: usize, const ROWS: bool>(
+        codes: *const u8,
+        n: usize,
+        dst: [*mut u8; 3],
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        const { assert!(CB / W == 2 || CB / W == 4) };
+        let tr = const { triples(CB, W) };
+        let sc = const { scatter(W) };
+        let step = 32 / W;
+        let r = CB / W;
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t: [[__m256i; 6]; 3] = sh.map(|s| untables(s as usize).map(|t| bcast(&t)));
+            let low = _mm256_set1_epi8(0x0F);
+            let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
+            let tri: [[__m256i; 3]; 4] = tr.map(|v| ld(&v));
+            let sca: [[__m256i; 3]; 3] = sc.map(|v| ld(&v));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + step <= n {
+                // Lane 0: the codes of the first half of the points, lane 1 the rest.
+                let c0 = codes.add(CB * i);
+                let mut b = [_mm256_setzero_si256(); 3];
+                for (k, tk) in tri.iter().enumerate().take(r) {
+                    let v = _mm256_loadu2_m128i(c0.add(16 * (r + k)).cast(), c0.add(16 * k).cast());
+                    acc = _mm256_or_si256(acc, v);
+                    for s in 0..3 {
+                        b[s] = _mm256_or_si256(b[s], _mm256_shuffle_epi8(v, tk[s]));
+                    }
+                }
+                let nib = b.map(|v| {
+                    [
+                        _mm256_and_si256(v, low),
+                        _mm256_and_si256(_mm256_srli_epi16(v, 4), low),
+                    ]
+                });
+                let v: [__m256i; 3] = [0, 1, 2].map(|c| {
+                    let tc = &t[c];
+                    let mut x = _mm256_setzero_si256();
+                    for k in 0..6 {
+                        x = _mm256_or_si256(x, _mm256_shuffle_epi8(tc[k], nib[k / 2][k % 2]));
+                    }
+                    x
+                });
+                if ROWS {
+                    let o = dst[0].add(3 * W * i);
+                    for (k, sk) in sca.iter().enumerate() {
+                        let ch = _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(v[0], sk[0]),
+                                _mm256_shuffle_epi8(v[1], sk[1]),
+                            ),
+                            _mm256_shuffle_epi8(v[2], sk[2]),
+                        );
+                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
+                    }
+                } else {
+                    for c in 0..3 {
+                        _mm256_storeu_si256(dst[c].add(W * i).cast(), v[c]);
+                    }
+                }
+                i += step;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, CB))
+        }
+    }
+}
+
+/// 3-D Morton codes of one chunk by [`nib3::encode`] on the AVX2 kernel, the tail on the
+/// generic loop: `uint8` coordinates into `uint16`/`uint32`, `uint16` into
+/// `uint32`/`uint64`, `uint32` into `uint64`. `None` for other kernels and widths.
+/// Returns the OR of the input values.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_encode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    let fits = matches!(
+        (U::BITS, O::BITS),
+        (8, 16) | (8, 32) | (16, 32) | (16, 64) | (32, 64)
+    );
+    if k != Kernel::Avx2 || !fits {
+        return None;
+    }
+    let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
+    let n = out.len();
+    let (ptrs, rows) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 3 * n);
+            ([s.as_ptr() as *const u8; 3], true)
+        }
+        Src::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            (c.map(|c| c.as_ptr() as *const u8), false)
+        }
+    };
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
+    // kernel's pairs (checked above); lengths asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (8, 16, true) => nib3::encode::<1, 2, true>(ptrs, n, o, sh),
+            (8, 16, false) => nib3::encode::<1, 2, false>(ptrs, n, o, sh),
+            (8, _, true) => nib3::encode::<1, 4, true>(ptrs, n, o, sh),
+            (8, _, false) => nib3::encode::<1, 4, false>(ptrs, n, o, sh),
+            (16, 32, true) => nib3::encode::<2, 4, true>(ptrs, n, o, sh),
+            (16, 32, false) => nib3::encode::<2, 4, false>(ptrs, n, o, sh),
+            (16, _, true) => nib3::encode::<2, 8, true>(ptrs, n, o, sh),
+            (16, _, false) => nib3::encode::<2, 8, false>(ptrs, n, o, sh),
+            (_, _, true) => nib3::encode::<4, 8, true>(ptrs, n, o, sh),
+            (_, _, false) => nib3::encode::<4, 8, false>(ptrs, n, o, sh),
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[3 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..]);
+    Some(tail.or(U::from_u64(a)))
+}
+
+/// Whether [`morton3_avx2_decode`] takes 3-D Morton codes of type `U` into coordinates of
+/// type `O` on kernel `k`.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_decodes<U: Word, O: Word>(k: Kernel) -> bool {
+    let fits = matches!(
+        (U::BITS, O::BITS),
+        (16, 8) | (32, 8) | (32, 16) | (64, 16) | (64, 32)
+    );
+    k == Kernel::Avx2 && fits
+}
+
+/// Coordinates of one chunk of 3-D Morton codes by [`nib3::decode`] on the AVX2 kernel,
+/// the tail on the generic loop, where [`morton3_avx2_decodes`]. Returns the OR of the
+/// codes.
+#[cfg(target_arch = "x86_64")]
+fn morton3_avx2_decode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    dst: Dst<'_, O>,
+) -> U {
+    assert!(morton3_avx2_decodes::<U, O>(k));
+    let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
+    let n = codes.len();
+    let mut dst = dst;
+    let (ptrs, rows) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 3 * n);
+            ([o.as_mut_ptr() as *mut u8; 3], true)
+        }
+        Dst::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+        }
+    };
+    let cp: *const u8 = codes.as_ptr().cast();
+    // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
+    // kernel's pairs (checked above); lengths asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (16, _, true) => nib3::decode::<2, 1, true>(cp, n, ptrs, sh),
+            (16, _, false) => nib3::decode::<2, 1, false>(cp, n, ptrs, sh),
+            (32, 8, true) => nib3::decode::<4, 1, true>(cp, n, ptrs, sh),
+            (32, 8, false) => nib3::decode::<4, 1, false>(cp, n, ptrs, sh),
+            (32, _, true) => nib3::decode::<4, 2, true>(cp, n, ptrs, sh),
+            (32, _, false) => nib3::decode::<4, 2, false>(cp, n, ptrs, sh),
+            (_, 16, true) => nib3::decode::<8, 2, true>(cp, n, ptrs, sh),
+            (_, 16, false) => nib3::decode::<8, 2, false>(cp, n, ptrs, sh),
+            (_, _, true) => nib3::decode::<8, 4, true>(cp, n, ptrs, sh),
+            (_, _, false) => nib3::decode::<8, 4, false>(cp, n, ptrs, sh),
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
+}
+
 // --- drivers ------------------------------------------------------------------------------
 
 fn check_out<O: Word>(d: usize, nbits: u32, what: &'static str) -> Result<()> {
@@ -2417,10 +3390,20 @@ pub fn encode_into<T: Coord, O: Word>(
                 if d == 3 { &z[r0..r0 + m] } else { empty },
             ]),
         };
+        // 2-D codes twice as wide as the coordinates on AVX2: nibble-table interleaves.
+        #[cfg(target_arch = "x86_64")]
+        if d == 2 {
+            if let Some(acc) = encode2_avx2(k, curve, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+        }
         // uint8 coordinates of at most 6 bits, 3-D Morton: the table-lookup kernel.
         #[cfg(target_arch = "x86_64")]
         if let (Curve::Morton { msb }, 3) = (curve, d) {
             if let Some(acc) = morton3_lut_encode(k, msb, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+            if let Some(acc) = morton3_avx2_encode(k, msb, nbits, part, o) {
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
@@ -2596,8 +3579,18 @@ pub fn decode_into<T: Coord, O: Word>(
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
+            (Curve::Morton { msb }, 3) if morton3_avx2_decodes::<T::Unsigned, O>(k) => {
+                let a = morton3_avx2_decode(k, msb, nbits, part, o);
+                return Ok(a.to_u64() & !limit != 0);
+            }
             _ => o,
         };
+        // 2-D codes twice as wide as the coordinates on AVX2: nibble-table compactions.
+        #[cfg(target_arch = "x86_64")]
+        if d == 2 && decode2_fits::<T::Unsigned, O>(k) {
+            let a = decode2_avx2(k, curve, nbits, part, o);
+            return Ok(a.to_u64() & !limit != 0);
+        }
         #[cfg(target_arch = "x86_64")]
         if perm9_fits {
             let mut o = o;
