@@ -699,7 +699,7 @@ macro_rules! simd_kernel {
             /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
             /// `n` elements at `x`, R vectors in registers at a time.
             #[inline(always)]
-            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
+            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize, ahead: &mut Ahead) {
                 // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
                 // and n a multiple of R * h.
                 unsafe {
@@ -718,6 +718,7 @@ macro_rules! simd_kernel {
                             }
                             o += LANES;
                         }
+                        ahead.step(R * h);
                         blk += R * h;
                     }
                 }
@@ -765,10 +766,10 @@ macro_rules! simd_kernel {
                         big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c, ahead);
                     }
                     match r {
-                        1 => radix_pass::<2>(out, n, sub),
-                        2 => radix_pass::<4>(out, n, sub),
-                        3 => radix_pass::<8>(out, n, sub),
-                        _ => radix_pass::<16>(out, n, sub),
+                        1 => radix_pass::<2>(out, n, sub, ahead),
+                        2 => radix_pass::<4>(out, n, sub, ahead),
+                        3 => radix_pass::<8>(out, n, sub, ahead),
+                        _ => radix_pass::<16>(out, n, sub, ahead),
                     }
                 }
             }
@@ -908,26 +909,38 @@ macro_rules! simd_kernel {
             }
 
             /// Prefetches the next tile's input a few lines at a time, between the
-            /// register blocks of the current tile's transform, so that it arrives while
-            /// the current one computes (the hardware prefetcher alone leaves the start of
-            /// each row waiting on memory).
+            /// register blocks and the blocks of the larger-stride passes of the current
+            /// tile's transform, so that it arrives while the current one computes (the
+            /// hardware prefetcher alone leaves the start of each row waiting on memory).
             struct Ahead {
+                /// The next line to prefetch.
                 at: *const T,
+                /// Elements of `next` not prefetched yet.
                 left: usize,
+                /// Elements processed (summed over passes) per element prefetched.
+                div: usize,
+                /// Elements processed and not yet paid for by a prefetch.
+                credit: usize,
             }
 
             impl Ahead {
                 /// The prefetches of `next` (none for an empty slice).
                 #[inline(always)]
                 fn new(next: &[T]) -> Self {
-                    Ahead { at: next.as_ptr(), left: next.len() }
+                    Ahead { at: next.as_ptr(), left: next.len(), div: 1, credit: 0 }
                 }
 
-                /// Prefetches the lines of up to `elems` more elements.
+                /// Pays for `elems` more elements processed: prefetches the lines of up to
+                /// `elems / div` more elements of `next`.
                 #[inline(always)]
                 unsafe fn step(&mut self, elems: usize) {
                     const LINE: usize = 64 / std::mem::size_of::<T>();
-                    let k = elems.min(self.left);
+                    if self.left == 0 {
+                        return;
+                    }
+                    self.credit += elems;
+                    let k = (self.credit / self.div).min(self.left);
+                    self.credit -= k * self.div;
                     let mut i = 0;
                     // SAFETY: prefetches only touch the cache, at addresses inside `next`.
                     unsafe {
@@ -948,6 +961,14 @@ macro_rules! simd_kernel {
                 src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
                 ahead: &mut Ahead,
             ) {
+                // Spread the prefetches evenly over the passes each element goes through
+                // (the register blocks and, for long groups, the larger strides).
+                let mut m = g;
+                ahead.div = 1;
+                while m > BLOCK {
+                    m >>= top_radix(m);
+                    ahead.div += 1;
+                }
                 let len = x.len();
                 match signs {
                     Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
