@@ -594,7 +594,7 @@ for n in sizes:
 # out of place on batches of at least 1 MiB (run in tiles of whole rows, the next tile's
 # input prefetched meanwhile; rows shorter and longer than a tile, ragged last tiles)
 # equals in place bit for bit, for fwht and rotations of one and two blocks
-for n, rows in [(16, 20001), (256, 1601), (4096, 67), (32768, 9)]:
+for n, rows in [(16, 20001), (256, 1601), (1024, 301), (4096, 67), (32768, 9)]:
     for dt in (np.float32, np.float64):
         xs = rng.standard_normal((rows, n)).astype(dt)
         y = xs.copy()

@@ -395,12 +395,13 @@ fn serial_gives_the_parallel_result_and_resets() {
 /// Out-of-place power-of-two transforms of inputs of at least `AHEAD_MIN_BYTES` run tile by
 /// tile, prefetching the next tile: the bits of the in-place transform, for rows shorter
 /// than a tile (a ragged last tile and task) and longer, serial and parallel, float32 and
-/// float64, `fwht_into` and rotations (one and two blocks, forward and inverse).
+/// float64, `fwht_into` and rotations (one and two blocks, forward and inverse); rows
+/// below `AHEAD_MIN_ROW_BYTES` take the untiled path, also checked.
 #[test]
 fn tiled_out_of_place_equals_in_place() {
     fn check<T: Real + Rotate + std::fmt::Debug>(conv: fn(f64) -> T) {
         let size = std::mem::size_of::<T>();
-        for n in [2usize, 16, 256, 4096, 32768] {
+        for n in [2usize, 16, 256, 1024, 2048, 4096, 32768] {
             // just over the threshold, a row count that tiles and tasks do not divide
             let rows = (AHEAD_MIN_BYTES / size / n + 1) | 1;
             assert!(rows * n * size >= AHEAD_MIN_BYTES);
