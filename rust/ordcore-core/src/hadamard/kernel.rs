@@ -42,20 +42,6 @@ pub trait Real:
     ) -> bool {
         false
     }
-    /// [`pow2_rows_ahead_at`] by the type's hand-blocked kernel for `lvl`; false where
-    /// there is none.
-    #[inline(always)]
-    fn rows_simd_ahead(
-        _lvl: Level,
-        _src: Option<&[Self]>,
-        _x: &mut [Self],
-        _g: usize,
-        _signs: Option<&[Self]>,
-        _s: Self,
-        _next: &[Self],
-    ) -> bool {
-        false
-    }
 }
 
 impl Real for f32 {
@@ -98,33 +84,6 @@ impl Real for f32 {
             false
         }
     }
-    #[inline(always)]
-    fn rows_simd_ahead(
-        lvl: Level,
-        src: Option<&[f32]>,
-        x: &mut [f32],
-        g: usize,
-        signs: Option<&[f32]>,
-        s: f32,
-        next: &[f32],
-    ) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match lvl {
-                // SAFETY: only called with `lvl <= level()` (see rows_simd).
-                Level::Avx512 => unsafe { avx512::f32s::rows_ahead(src, x, g, signs, s, next) },
-                // SAFETY: as above.
-                Level::Avx2 => unsafe { avx2::f32s::rows_ahead(src, x, g, signs, s, next) },
-                Level::Portable => return false,
-            }
-            true
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (lvl, src, x, g, signs, s, next);
-            false
-        }
-    }
 }
 
 impl Real for f64 {
@@ -164,33 +123,6 @@ impl Real for f64 {
         #[cfg(not(target_arch = "x86_64"))]
         {
             let _ = (lvl, src, x, g, signs, s);
-            false
-        }
-    }
-    #[inline(always)]
-    fn rows_simd_ahead(
-        lvl: Level,
-        src: Option<&[f64]>,
-        x: &mut [f64],
-        g: usize,
-        signs: Option<&[f64]>,
-        s: f64,
-        next: &[f64],
-    ) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match lvl {
-                // SAFETY: only called with `lvl <= level()` (see rows_simd).
-                Level::Avx512 => unsafe { avx512::f64s::rows_ahead(src, x, g, signs, s, next) },
-                // SAFETY: as above.
-                Level::Avx2 => unsafe { avx2::f64s::rows_ahead(src, x, g, signs, s, next) },
-                Level::Portable => return false,
-            }
-            true
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (lvl, src, x, g, signs, s, next);
             false
         }
     }
@@ -493,17 +425,6 @@ fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: O
     }
 }
 
-/// The lengths [`pow2_rows_at`] requires (the SIMD kernels rely on them).
-#[inline]
-fn check_rows_args<T>(lvl: Level, src: Option<&[T]>, x: &[T], g: usize, signs: Option<&[T]>) {
-    assert!(g.is_power_of_two() && x.len().is_multiple_of(g));
-    assert!(src.is_none_or(|v| v.len() == x.len()));
-    assert!(signs.is_none_or(|v| {
-        !v.is_empty() && v.len().is_multiple_of(g) && x.len().is_multiple_of(v.len())
-    }));
-    assert!(lvl <= level());
-}
-
 /// Sylvester-order FWHT of every length-`g` group (a power of two) of `x`, of the input
 /// `(src or x) * signs * s` (signs periodic, see [`pow2_rows_generic`]), on the SIMD path
 /// `lvl` (at most [`level`]). Every path does the same additions in the same order, so the
@@ -517,7 +438,12 @@ pub fn pow2_rows_at<T: Real>(
     signs: Option<&[T]>,
     s: T,
 ) {
-    check_rows_args(lvl, src, x, g, signs);
+    assert!(g.is_power_of_two() && x.len().is_multiple_of(g));
+    assert!(src.is_none_or(|v| v.len() == x.len()));
+    assert!(signs.is_none_or(|v| {
+        !v.is_empty() && v.len().is_multiple_of(g) && x.len().is_multiple_of(v.len())
+    }));
+    assert!(lvl <= level());
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
@@ -540,42 +466,6 @@ pub fn pow2_rows_at<T: Real>(
 #[inline]
 pub fn pow2_rows<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
     pow2_rows_at(level(), src, x, g, signs, s)
-}
-
-/// [`pow2_rows_at`] that also prefetches `next` (the input of the tile the caller
-/// transforms next) into the cache, a line for each line of `x` that a register block
-/// has finished, so that it arrives while this tile computes. The hand-blocked paths
-/// prefetch; the portable one does not. Same bits as [`pow2_rows_at`].
-#[inline]
-pub fn pow2_rows_ahead_at<T: Real>(
-    lvl: Level,
-    src: Option<&[T]>,
-    x: &mut [T],
-    g: usize,
-    signs: Option<&[T]>,
-    s: T,
-    next: &[T],
-) {
-    check_rows_args(lvl, src, x, g, signs);
-    #[cfg(target_arch = "x86_64")]
-    if lvl != Level::Portable && T::rows_simd_ahead(lvl, src, x, g, signs, s, next) {
-        return;
-    }
-    let _ = next;
-    pow2_rows_at(lvl, src, x, g, signs, s)
-}
-
-/// [`pow2_rows_ahead_at`] on the SIMD path in use.
-#[inline]
-pub fn pow2_rows_ahead<T: Real>(
-    src: Option<&[T]>,
-    x: &mut [T],
-    g: usize,
-    signs: Option<&[T]>,
-    s: T,
-    next: &[T],
-) {
-    pow2_rows_ahead_at(level(), src, x, g, signs, s, next)
 }
 
 dispatched!(
@@ -699,7 +589,7 @@ macro_rules! simd_kernel {
             /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
             /// `n` elements at `x`, R vectors in registers at a time.
             #[inline(always)]
-            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize, ahead: &mut Ahead) {
+            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
                 // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
                 // and n a multiple of R * h.
                 unsafe {
@@ -718,7 +608,6 @@ macro_rules! simd_kernel {
                             }
                             o += LANES;
                         }
-                        ahead.step(R * h);
                         blk += R * h;
                     }
                 }
@@ -744,17 +633,13 @@ macro_rules! simd_kernel {
             /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
             /// (recursively, depth first), then the top `r` stages in one pass.
             #[inline(always)]
-            unsafe fn big(
-                inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4],
-                ahead: &mut Ahead,
-            ) {
+            unsafe fn big(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
                 // SAFETY: the caller guarantees n elements at each pointer.
                 unsafe {
                     if n <= BLOCK {
                         let mut k = 0;
                         while k < n {
                             reg_block::<NV>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
-                            ahead.step(BLOCK);
                             k += BLOCK;
                         }
                         return;
@@ -763,25 +648,22 @@ macro_rules! simd_kernel {
                     let sub = n >> r;
                     for i in 0..1usize << r {
                         let k = i * sub;
-                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c, ahead);
+                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c);
                     }
                     match r {
-                        1 => radix_pass::<2>(out, n, sub, ahead),
-                        2 => radix_pass::<4>(out, n, sub, ahead),
-                        3 => radix_pass::<8>(out, n, sub, ahead),
-                        _ => radix_pass::<16>(out, n, sub, ahead),
+                        1 => radix_pass::<2>(out, n, sub),
+                        2 => radix_pass::<4>(out, n, sub),
+                        3 => radix_pass::<8>(out, n, sub),
+                        _ => radix_pass::<16>(out, n, sub),
                     }
                 }
             }
 
             /// [`big`] as a real function (it recurses).
             #[target_feature(enable = $feat)]
-            unsafe fn big_rec(
-                inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4],
-                ahead: &mut Ahead,
-            ) {
+            unsafe fn big_rec(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
                 // SAFETY: as for big.
-                unsafe { big(inp, out, n, sg, s, c, ahead) }
+                unsafe { big(inp, out, n, sg, s, c) }
             }
 
             /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
@@ -825,10 +707,7 @@ macro_rules! simd_kernel {
             /// # Safety
             /// The CPU has AVX-512F/VL, AVX2 and FMA.
             #[target_feature(enable = $feat)]
-            unsafe fn run(
-                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
-                ahead: &mut Ahead,
-            ) {
+            unsafe fn run(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
                 let len = x.len();
                 let c = unsafe { lane_signs() };
                 let sv = $set1(s);
@@ -860,7 +739,6 @@ macro_rules! simd_kernel {
                         let mut e = 0;
                         while e + BLOCK <= len {
                             reg_block::<NV>(sp.add(e), xp.add(e), at(e), sv, &c, m);
-                            ahead.step(BLOCK);
                             e += BLOCK;
                         }
                         while e < len {
@@ -871,119 +749,42 @@ macro_rules! simd_kernel {
                                 4 => reg_block::<4>(ip, op, gp, sv, &c, m),
                                 _ => reg_block::<8>(ip, op, gp, sv, &c, m),
                             }
-                            ahead.step(g);
                             e += g;
                         }
                     } else {
                         let mut e = 0;
                         while e < len {
-                            big(sp.add(e), xp.add(e), g, at(e), sv, &c, ahead);
+                            big(sp.add(e), xp.add(e), g, at(e), sv, &c);
                             e += g;
                         }
                     }
                 }
             }
 
-            /// [`super::super::pow2_rows_at`] on this path (lengths checked there).
+            /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
+            /// tiles a short sign period to a block, or runs row by row.
             ///
             /// # Safety
-            /// The CPU has the features of this path.
+            /// The CPU has AVX-512F/VL, AVX2 and FMA.
             #[target_feature(enable = $feat)]
             pub(in super::super) unsafe fn rows(
                 src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
             ) {
-                unsafe { rows_with(src, x, g, signs, s, &mut Ahead::new(&[])) }
-            }
-
-            /// [`super::super::pow2_rows_ahead_at`] on this path (lengths checked there):
-            /// [`rows`], prefetching `next` into the cache as it goes.
-            ///
-            /// # Safety
-            /// The CPU has the features of this path.
-            #[target_feature(enable = $feat)]
-            pub(in super::super) unsafe fn rows_ahead(
-                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
-                next: &[T],
-            ) {
-                unsafe { rows_with(src, x, g, signs, s, &mut Ahead::new(next)) }
-            }
-
-            /// Prefetches the next tile's input a few lines at a time, between the
-            /// register blocks and the blocks of the larger-stride passes of the current
-            /// tile's transform, so that it arrives while the current one computes (the
-            /// hardware prefetcher alone leaves the start of each row waiting on memory).
-            struct Ahead {
-                /// The next line to prefetch.
-                at: *const T,
-                /// Elements of `next` not prefetched yet.
-                left: usize,
-                /// Elements processed (summed over passes) per element prefetched.
-                div: usize,
-                /// Elements processed and not yet paid for by a prefetch.
-                credit: usize,
-            }
-
-            impl Ahead {
-                /// The prefetches of `next` (none for an empty slice).
-                #[inline(always)]
-                fn new(next: &[T]) -> Self {
-                    Ahead { at: next.as_ptr(), left: next.len(), div: 1, credit: 0 }
-                }
-
-                /// Pays for `elems` more elements processed: prefetches the lines of up to
-                /// `elems / div` more elements of `next`.
-                #[inline(always)]
-                unsafe fn step(&mut self, elems: usize) {
-                    const LINE: usize = 64 / std::mem::size_of::<T>();
-                    if self.left == 0 {
-                        return;
-                    }
-                    self.credit += elems;
-                    let k = (self.credit / self.div).min(self.left);
-                    self.credit -= k * self.div;
-                    let mut i = 0;
-                    // SAFETY: prefetches only touch the cache, at addresses inside `next`.
-                    unsafe {
-                        while i < k {
-                            _mm_prefetch::<_MM_HINT_T0>(self.at.add(i) as *const i8);
-                            i += LINE;
-                        }
-                        self.at = self.at.add(k);
-                    }
-                    self.left -= k;
-                }
-            }
-
-            /// [`rows`] with `ahead` (tiles a short sign period to a block, or runs row by
-            /// row).
-            #[inline(always)]
-            unsafe fn rows_with(
-                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
-                ahead: &mut Ahead,
-            ) {
-                // Spread the prefetches evenly over the passes each element goes through
-                // (the register blocks and, for long groups, the larger strides).
-                let mut m = g;
-                ahead.div = 1;
-                while m > BLOCK {
-                    m >>= top_radix(m);
-                    ahead.div += 1;
-                }
                 let len = x.len();
                 match signs {
                     Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
                         let p = sg.len();
                         if BLOCK.is_multiple_of(p) {
                             let tiled: [T; BLOCK] = std::array::from_fn(|i| sg[i % p]);
-                            unsafe { run(src, x, g, Some(&tiled), s, ahead) };
+                            unsafe { run(src, x, g, Some(&tiled), s) };
                         } else {
                             for (i, row) in x.chunks_exact_mut(p).enumerate() {
                                 let r = src.map(|v| &v[i * p..(i + 1) * p]);
-                                unsafe { run(r, row, g, Some(sg), s, ahead) };
+                                unsafe { run(r, row, g, Some(sg), s) };
                             }
                         }
                     }
-                    _ => unsafe { run(src, x, g, signs, s, ahead) },
+                    _ => unsafe { run(src, x, g, signs, s) },
                 }
             }
         }

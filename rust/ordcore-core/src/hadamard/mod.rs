@@ -280,57 +280,6 @@ where
     })
 }
 
-/// Out-of-place power-of-two transforms of inputs of at least this many bytes (more than
-/// a typical L2 cache) run tile by tile, prefetching the next tile's input while the current
-/// one is transformed (see [`for_each_tile_ahead`]), when their rows have at least
-/// [`AHEAD_MIN_ROW_BYTES`].
-const AHEAD_MIN_BYTES: usize = 1 << 20;
-/// Shorter rows stream through the hardware prefetcher alone as fast (float64 rows of 256
-/// measured 3-10% slower with the prefetches).
-const AHEAD_MIN_ROW_BYTES: usize = 4 << 10;
-/// The tiles of [`for_each_tile_ahead`]: whole rows, about this many bytes (one row when
-/// longer).
-const AHEAD_TILE_BYTES: usize = 32 << 10;
-
-/// Calls `f(src_tile, dst_tile, next)` on matching tiles of whole length-`n` rows of
-/// `src` and `dst` (about [`AHEAD_TILE_BYTES`] each), `next` the input of the tile after
-/// (empty for the last), for `f` to prefetch while it works (as
-/// [`kernel::pow2_rows_ahead`] does); in parallel for large inputs, checking for an
-/// interrupt before each batch of tiles. Reading the next tile during the current one
-/// keeps memory busy at row boundaries, where the hardware prefetcher alone waits (up to
-/// about 15% of an out-of-place transform's time on inputs beyond the cache, measured on a
-/// shared machine).
-fn for_each_tile_ahead<T: Real, F>(src: &[T], dst: &mut [T], n: usize, f: F) -> Result<()>
-where
-    F: Fn(&[T], &mut [T], &[T]) + Sync + Send,
-{
-    let row_bytes = n * std::mem::size_of::<T>();
-    let tile_rows = (AHEAD_TILE_BYTES / row_bytes).max(1);
-    let tile = n * tile_rows;
-    let step = tile * (rows_per_task(n) / tile_rows).max(1);
-    let run = |(i, d): (usize, &mut [T])| -> Result<()> {
-        crate::interrupt::check()?;
-        for (j, dt) in d.chunks_mut(tile).enumerate() {
-            let a = i * step + j * tile;
-            let b = a + dt.len();
-            f(&src[a..b], dt, &src[b..(b + tile).min(src.len())]);
-        }
-        Ok(())
-    };
-    if src.len() >= PARALLEL_THRESHOLD && src.len() > n && parallel_allowed() {
-        dst.par_chunks_mut(step).enumerate().try_for_each(run)
-    } else {
-        dst.chunks_mut(step).enumerate().try_for_each(run)
-    }
-}
-
-/// Whether an out-of-place power-of-two transform of `len` elements in rows of `n` runs by
-/// [`for_each_tile_ahead`].
-fn tiles_ahead<T>(len: usize, n: usize) -> bool {
-    let size = std::mem::size_of::<T>();
-    len * size >= AHEAD_MIN_BYTES && n * size >= AHEAD_MIN_ROW_BYTES
-}
-
 fn check_rows(arg: &'static str, len: usize, n: usize) -> Result<()> {
     ensure!(
         len.is_multiple_of(n),
@@ -408,11 +357,6 @@ pub fn fwht_into<T: Real>(
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call, the copy fused into the
         // first pass of each row.
-        if tiles_ahead::<T>(src.len(), n) {
-            return for_each_tile_ahead(src, dst, n, |s, d, next| {
-                kernel::pow2_rows_ahead(Some(s), d, n, None, scale, next)
-            });
-        }
         return for_each_chunk_pair(src, n, dst, n, |s, d| {
             kernel::pow2_rows(Some(s), d, n, None, scale)
         });
@@ -594,21 +538,13 @@ impl RandomizedHadamard {
 
     /// The rotation of a batch of whole rows when the group is a power of two: one kernel
     /// call per block over the batch, the signs (and the scale) fused into the transform's
-    /// first pass; the last sign flip of the inverse is one multiply pass. The first pass
-    /// prefetches `next` (see [`kernel::pow2_rows_ahead`]).
-    fn pow2_batch<T: Real>(
-        &self,
-        src: Option<&[T]>,
-        dst: &mut [T],
-        signs: &[T],
-        inverse: bool,
-        next: &[T],
-    ) {
+    /// first pass; the last sign flip of the inverse is one multiply pass.
+    fn pow2_batch<T: Real>(&self, src: Option<&[T]>, dst: &mut [T], signs: &[T], inverse: bool) {
         let (n, g) = (self.n, self.group);
         let scale = self.scale::<T>();
         let block = |b: usize| &signs[b * n..(b + 1) * n];
         if inverse {
-            kernel::pow2_rows_ahead(src, dst, g, None, scale, next);
+            kernel::pow2_rows(src, dst, g, None, scale);
             for b in (0..self.blocks - 1).rev() {
                 kernel::pow2_rows(None, dst, g, Some(block(b + 1)), T::ONE);
             }
@@ -616,7 +552,7 @@ impl RandomizedHadamard {
                 kernel::mul_assign(row, block(0));
             }
         } else {
-            kernel::pow2_rows_ahead(src, dst, g, Some(block(0)), scale, next);
+            kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
             for b in 1..self.blocks {
                 kernel::pow2_rows(None, dst, g, Some(block(b)), T::ONE);
             }
@@ -627,7 +563,7 @@ impl RandomizedHadamard {
         check_rows("rows", rows.len(), self.n)?;
         if self.plan.k == 1 {
             return for_each_chunk(rows, self.n, |chunk| {
-                self.pow2_batch(None, chunk, signs, inverse, &[])
+                self.pow2_batch(None, chunk, signs, inverse)
             });
         }
         let scale = self.scale::<T>();
@@ -649,13 +585,8 @@ impl RandomizedHadamard {
     ) -> Result<()> {
         check_rows_into(src.len(), dst.len(), self.n)?;
         if self.plan.k == 1 {
-            if tiles_ahead::<T>(src.len(), self.n) {
-                return for_each_tile_ahead(src, dst, self.n, |s, d, next| {
-                    self.pow2_batch(Some(s), d, signs, inverse, next)
-                });
-            }
             return for_each_chunk_pair(src, self.n, dst, self.n, |s, d| {
-                self.pow2_batch(Some(s), d, signs, inverse, &[])
+                self.pow2_batch(Some(s), d, signs, inverse)
             });
         }
         let scale = self.scale::<T>();
