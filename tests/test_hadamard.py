@@ -591,6 +591,26 @@ for n in sizes:
             big = np.repeat(xs[:1], 20000 // n + 1, axis=0)
             assert np.array_equal(rot.forward(big), np.broadcast_to(r[:1], big.shape)), (n, dt)
             digest.update(r.tobytes() + back.tobytes())
+# out of place on batches of at least 1 MiB (beyond a typical L2 cache; several rows per
+# task and one) equals in place bit for bit, for fwht and rotations of one and two blocks
+for n, rows in [(16, 20001), (256, 1601), (1024, 301), (4096, 67), (32768, 9)]:
+    for dt in (np.float32, np.float64):
+        xs = rng.standard_normal((rows, n)).astype(dt)
+        y = xs.copy()
+        hadamard.fwht(y, out=y, normalized=False)
+        o = np.full_like(xs, 7)
+        hadamard.fwht(xs, out=o, normalized=False)
+        assert np.array_equal(o, y), (n, dt)
+        digest.update(o.tobytes())
+        for blocks in (1, 2):
+            rot = hadamard.RandomizedHadamard(n, seed=7, blocks=blocks, dtype=dt)
+            for apply in (rot.forward, rot.inverse):
+                y = xs.copy()
+                apply(y, out=y)
+                o = np.full_like(xs, 7)
+                apply(xs, out=o)
+                assert np.array_equal(o, y), (n, dt, blocks)
+                digest.update(o.tobytes())
 print(json.dumps({"kernel": hadamard.kernel(), "worst": worst, "digest": digest.hexdigest()}))
 """
 
@@ -615,7 +635,8 @@ def test_every_hadamard_kernel_matches_the_dense_product(kernel: str) -> None:
     """Each SIMD path (pinned by ORDCORE_HADAMARD_KERNEL): in place, out of place and in
     rotations (grouped, in place too), float32 and float64, sizes below, at and above one
     vector, the register block and each large-stride pass, against
-    x @ scipy.linalg.hadamard(n)."""
+    x @ scipy.linalg.hadamard(n); out of place on batches of at least 1 MiB equals in
+    place bit for bit."""
     out = _kernel_check(kernel)
     order = ["portable", "avx2", "avx512"]
     assert order.index(out["kernel"]) <= order.index(kernel)

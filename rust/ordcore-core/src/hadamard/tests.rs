@@ -382,3 +382,70 @@ fn serial_gives_the_parallel_result_and_resets() {
     serial(|| rh.forward_into_f64(&x, &mut b)).unwrap();
     assert_eq!(a, b);
 }
+
+/// Out-of-place power-of-two transforms of batches beyond 1 MiB (beyond a typical L2
+/// cache, where a faster out-of-place schedule would apply) give the bits of the in-place
+/// transform: row counts that tasks do not divide, serial and parallel, float32 and
+/// float64, `fwht_into` and rotations (one and two blocks, forward and inverse).
+#[test]
+fn large_out_of_place_equals_in_place() {
+    fn check<T: Real + Rotate + std::fmt::Debug>(conv: fn(f64) -> T) {
+        let size = std::mem::size_of::<T>();
+        for n in [2usize, 16, 256, 1024, 2048, 4096, 32768] {
+            // just over the threshold, a row count that tiles and tasks do not divide
+            let rows = ((1 << 20) / size / n + 1) | 1;
+            let x: Vec<T> = test_vec(rows * n, n as u64).into_iter().map(conv).collect();
+            for par in [false, true] {
+                let go = |f: &mut dyn FnMut()| if par { f() } else { serial(f) };
+                for (normalized, inverse) in [(false, false), (true, true)] {
+                    let mut want = x.clone();
+                    fwht_inplace(&mut want, n, normalized, inverse).unwrap();
+                    let mut got = vec![conv(7.0); x.len()];
+                    go(&mut || fwht_into(&x, &mut got, n, normalized, inverse).unwrap());
+                    assert!(got == want, "fwht n={n} par={par}");
+                }
+                for blocks in [1, 2] {
+                    let rh = RandomizedHadamard::new(n, 11, blocks, None).unwrap();
+                    for inverse in [false, true] {
+                        let mut want = x.clone();
+                        let mut got = vec![conv(7.0); x.len()];
+                        go(&mut || T::rotate(&rh, None, &mut want, inverse));
+                        go(&mut || T::rotate(&rh, Some(&x), &mut got, inverse));
+                        assert!(got == want, "rotation n={n} blocks={blocks} par={par}");
+                    }
+                }
+            }
+        }
+    }
+    check::<f32>(|v| v as f32);
+    check::<f64>(|v| v);
+}
+
+/// The typed rotation entry points, for [`large_out_of_place_equals_in_place`].
+trait Rotate: Sized {
+    fn rotate(rh: &RandomizedHadamard, src: Option<&[Self]>, dst: &mut [Self], inverse: bool);
+}
+
+impl Rotate for f32 {
+    fn rotate(rh: &RandomizedHadamard, src: Option<&[f32]>, dst: &mut [f32], inverse: bool) {
+        match (src, inverse) {
+            (None, false) => rh.forward_inplace_f32(dst),
+            (None, true) => rh.inverse_inplace_f32(dst),
+            (Some(s), false) => rh.forward_into_f32(s, dst),
+            (Some(s), true) => rh.inverse_into_f32(s, dst),
+        }
+        .unwrap()
+    }
+}
+
+impl Rotate for f64 {
+    fn rotate(rh: &RandomizedHadamard, src: Option<&[f64]>, dst: &mut [f64], inverse: bool) {
+        match (src, inverse) {
+            (None, false) => rh.forward_inplace_f64(dst),
+            (None, true) => rh.inverse_inplace_f64(dst),
+            (Some(s), false) => rh.forward_into_f64(s, dst),
+            (Some(s), true) => rh.inverse_into_f64(s, dst),
+        }
+        .unwrap()
+    }
+}
