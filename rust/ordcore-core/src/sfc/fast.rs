@@ -606,20 +606,35 @@ fn h3_skilling<L: Word, S: Word, T: Word>(x: &mut [L], y: &mut [L], z: &mut [L],
     }
     let t_to = nbits.min(T::BITS);
     let s_to = nbits.min(S::BITS);
-    sk_levels_in::<L, T>(x, y, z, 1, t_to);
-    sk_levels_in::<L, S>(x, y, z, t_to, s_to);
+    sk_levels_in::<L, T, true>(x, y, z, 1, t_to);
+    sk_levels_in::<L, S, true>(x, y, z, t_to, s_to);
     sk_levels(x, y, z, s_to, nbits);
 }
 
-/// Levels `from .. to` (`to <= S::BITS`) of [`h3_skilling`] run on the low `S::BITS` bits
-/// of each value, in lanes of `S`.
+/// Levels `from .. to` (`to <= S::BITS`) of [`h3_skilling`] (`DEC`, upward) or of
+/// [`h3_skilling_enc`] (downward), run on the low `S::BITS` bits of each value in lanes of
+/// `S`.
 #[inline(always)]
-fn sk_levels_in<L: Word, S: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
+fn sk_levels_in<L: Word, S: Word, const DEC: bool>(
+    x: &mut [L],
+    y: &mut [L],
+    z: &mut [L],
+    from: u32,
+    to: u32,
+) {
+    #[inline(always)]
+    fn levels<S: Word, const DEC: bool>(x: &mut [S], y: &mut [S], z: &mut [S], from: u32, to: u32) {
+        if DEC {
+            sk_levels(x, y, z, from, to)
+        } else {
+            ske_levels(x, y, z, from, to)
+        }
+    }
     if from >= to {
         return;
     }
     if S::BITS >= L::BITS {
-        sk_levels(x, y, z, from, to);
+        levels::<L, DEC>(x, y, z, from, to);
         return;
     }
     let n = x.len();
@@ -631,13 +646,24 @@ fn sk_levels_in<L: Word, S: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u
             *o = cast(w);
         }
     }
-    sk_levels(lx, ly, lz, from, to);
+    levels::<S, DEC>(lx, ly, lz, from, to);
     let high = L::from_u64(u64::MAX << S::BITS);
     for (v, l) in [(x, &*lx), (y, &*ly), (z, &*lz)] {
         for (o, &w) in v.iter_mut().zip(l.iter()) {
             *o = o.and(high).or(cast(w));
         }
     }
+}
+
+/// One step of Skilling's loops at level `q` (`p`: the bits below `q`) for axis `v`: where
+/// its bit `q` is set, invert the low bits of axis 0 (`a`), else exchange the low bits of
+/// `a` and `v`.
+#[inline(always)]
+fn sk_step<L: Word>(a: &mut L, v: &mut L, p: L, q: u32) {
+    let m = v.bit_mask(q);
+    let t = a.xor(*v).and(p).and(m.xor(p));
+    *a = a.xor(t).xor(p.and(m));
+    *v = v.xor(t);
 }
 
 /// Levels `from .. to` of [`h3_skilling`]: four a pass (one load and store of the block
@@ -667,17 +693,9 @@ fn sk_pass<L: Word, const K: usize>(x: &mut [L], y: &mut [L], z: &mut [L], q0: u
         for k in 0..K as u32 {
             let q = q0 + k;
             let p = L::from_u64((1u64 << q) - 1);
-            // Axis 2, then 1: where its bit q is set, invert the low bits of axis 0, else
-            // exchange the low bits of axis 0 and this axis.
-            let m = c0.bit_mask(q);
-            let t = a0.xor(c0).and(p).and(m.xor(p));
-            a0 = a0.xor(t).xor(p.and(m));
-            c0 = c0.xor(t);
-            let m = b0.bit_mask(q);
-            let t = a0.xor(b0).and(p).and(m.xor(p));
-            a0 = a0.xor(t).xor(p.and(m));
-            b0 = b0.xor(t);
-            // Axis 0: invert where set (its exchange with itself is nothing).
+            // Axis 2, then 1, then 0 (whose exchange with itself is nothing).
+            sk_step(&mut a0, &mut c0, p, q);
+            sk_step(&mut a0, &mut b0, p, q);
             a0 = a0.xor(p.and(a0.bit_mask(q)));
         }
         (*a, *b, *c) = (a0, b0, c0);
@@ -697,9 +715,9 @@ fn h3_skilling_enc<L: Word, S: Word, T: Word>(x: &mut [L], y: &mut [L], z: &mut 
     let (y, z) = (&mut y[..n], &mut z[..n]);
     let s_from = nbits.min(S::BITS);
     let t_from = nbits.min(T::BITS);
-    ske_levels_in::<L, L>(x, y, z, s_from, nbits);
-    ske_levels_in::<L, S>(x, y, z, t_from, s_from);
-    ske_levels_in::<L, T>(x, y, z, 1, t_from);
+    sk_levels_in::<L, L, false>(x, y, z, s_from, nbits);
+    sk_levels_in::<L, S, false>(x, y, z, t_from, s_from);
+    sk_levels_in::<L, T, false>(x, y, z, 1, t_from);
     for ((a, b), c) in x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut()) {
         *b = b.xor(*a);
         *c = c.xor(*b);
@@ -717,46 +735,19 @@ fn h3_skilling_enc<L: Word, S: Word, T: Word>(x: &mut [L], y: &mut [L], z: &mut 
     }
 }
 
-/// Levels `to - 1` down to `from` (`to <= S::BITS`) of [`h3_skilling_enc`] on the low
-/// `S::BITS` bits of each value, in lanes of `S`: four a pass, then the rest.
+/// Levels `to - 1` down to `from` of [`h3_skilling_enc`]: four a pass, then the rest.
 #[inline(always)]
-fn ske_levels_in<L: Word, S: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
-    if from >= to {
-        return;
+fn ske_levels<L: Word>(x: &mut [L], y: &mut [L], z: &mut [L], from: u32, to: u32) {
+    let mut hi = to;
+    while hi >= from + 4 {
+        ske_pass::<L, 4>(x, y, z, hi - 1);
+        hi -= 4;
     }
-    #[inline(always)]
-    fn levels<S: Word>(x: &mut [S], y: &mut [S], z: &mut [S], from: u32, to: u32) {
-        let mut hi = to;
-        while hi >= from + 4 {
-            ske_pass::<S, 4>(x, y, z, hi - 1);
-            hi -= 4;
-        }
-        match hi - from {
-            3 => ske_pass::<S, 3>(x, y, z, hi - 1),
-            2 => ske_pass::<S, 2>(x, y, z, hi - 1),
-            1 => ske_pass::<S, 1>(x, y, z, hi - 1),
-            _ => {}
-        }
-    }
-    if S::BITS >= L::BITS {
-        levels(x, y, z, from, to);
-        return;
-    }
-    let n = x.len();
-    let mut lo = [[S::default(); BLOCK]; 3];
-    let [lx, ly, lz] = &mut lo;
-    let (lx, ly, lz) = (&mut lx[..n], &mut ly[..n], &mut lz[..n]);
-    for (l, v) in [(&mut *lx, &*x), (&mut *ly, &*y), (&mut *lz, &*z)] {
-        for (o, &w) in l.iter_mut().zip(v.iter()) {
-            *o = cast(w);
-        }
-    }
-    levels(lx, ly, lz, from, to);
-    let high = L::from_u64(u64::MAX << S::BITS);
-    for (v, l) in [(x, &*lx), (y, &*ly), (z, &*lz)] {
-        for (o, &w) in v.iter_mut().zip(l.iter()) {
-            *o = o.and(high).or(cast(w));
-        }
+    match hi - from {
+        3 => ske_pass::<L, 3>(x, y, z, hi - 1),
+        2 => ske_pass::<L, 2>(x, y, z, hi - 1),
+        1 => ske_pass::<L, 1>(x, y, z, hi - 1),
+        _ => {}
     }
 }
 
@@ -772,14 +763,8 @@ fn ske_pass<L: Word, const K: usize>(x: &mut [L], y: &mut [L], z: &mut [L], q0: 
             let p = L::from_u64((1u64 << q) - 1);
             // Axis 0, then 1, then 2, as in [`sk_pass`].
             a0 = a0.xor(p.and(a0.bit_mask(q)));
-            let m = b0.bit_mask(q);
-            let t = a0.xor(b0).and(p).and(m.xor(p));
-            a0 = a0.xor(t).xor(p.and(m));
-            b0 = b0.xor(t);
-            let m = c0.bit_mask(q);
-            let t = a0.xor(c0).and(p).and(m.xor(p));
-            a0 = a0.xor(t).xor(p.and(m));
-            c0 = c0.xor(t);
+            sk_step(&mut a0, &mut b0, p, q);
+            sk_step(&mut a0, &mut c0, p, q);
         }
         (*a, *b, *c) = (a0, b0, c0);
     }
