@@ -2556,6 +2556,159 @@ mod nib2 {
             (i, fold(v, 2 * w))
         }
     }
+
+    /// `uint8` codes of `uint8` coordinates of at most 4 bits (same width in and out):
+    /// `EVEN[x] | ODD[y]`, one table lookup per coordinate byte, 32 points a step (the
+    /// lookups need no nibble split: a value of at most 4 bits is its own index, and a
+    /// wider one, whose code is then discarded, is caught by the returned OR).
+    /// Interleaves the first `n / 32 * 32` bytes of `a` (even bits) and `b` (odd bits)
+    /// into `out`. Returns the bytes done and the OR of the inputs.
+    ///
+    /// # Safety
+    /// AVX2; `a` and `b` readable and `out` writable for `n` bytes.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn cols8(a: *const u8, b: *const u8, n: usize, out: *mut u8) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (even, odd, _) = tables();
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let x = _mm256_loadu_si256(a.add(i).cast());
+                let y = _mm256_loadu_si256(b.add(i).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(x, y));
+                let c = _mm256_or_si256(_mm256_shuffle_epi8(even, x), _mm256_shuffle_epi8(odd, y));
+                _mm256_storeu_si256(out.add(i).cast(), c);
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 1))
+        }
+    }
+
+    /// [`cols8`] on the rows of an `(n, 2)` `uint8` array at `r` (first byte of a row on
+    /// the even bits, on the odd bits where `swap`): the first `n / 64 * 64` bytes (32
+    /// rows a step) into `n / 2` codes at `out`. Returns the bytes done and the OR of
+    /// them.
+    ///
+    /// # Safety
+    /// AVX2; `r` readable for `n` bytes and `out` writable for `n / 2`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn rows8(r: *const u8, n: usize, swap: bool, out: *mut u8) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let (even, _, _) = tables();
+            let m = _mm256_set1_epi16(0x00FF);
+            let mut acc = _mm256_setzero_si256();
+            // One 16-bit lane holds a row; `e` its two bytes' spreads on the even bits
+            // (each at most 0x55, so no shift below carries a set bit across a byte).
+            let code = |e: __m256i| {
+                if swap {
+                    // ODD[first] | EVEN[second].
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_slli_epi16(e, 1), m),
+                        _mm256_srli_epi16(e, 8),
+                    )
+                } else {
+                    // EVEN[first] | ODD[second].
+                    _mm256_or_si256(_mm256_and_si256(e, m), _mm256_srli_epi16(e, 7))
+                }
+            };
+            let mut i = 0;
+            while i + 64 <= n {
+                let v0 = _mm256_loadu_si256(r.add(i).cast());
+                let v1 = _mm256_loadu_si256(r.add(i + 32).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                let c0 = code(_mm256_shuffle_epi8(even, v0));
+                let c1 = code(_mm256_shuffle_epi8(even, v1));
+                // Every lane is below 0x100; the pack interleaves 64-bit quarters.
+                let c = _mm256_permute4x64_epi64(_mm256_packus_epi16(c0, c1), 0xD8);
+                _mm256_storeu_si256(out.add(i / 2).cast(), c);
+                i += 64;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 1))
+        }
+    }
+
+    /// `[EVEN⁻¹ of low nibble, EVEN⁻¹ of high nibble << 2, the same for the odd bits]`:
+    /// the coordinate bits a code nibble holds, at their places in a 4-bit coordinate.
+    const UN8: [[u8; 16]; 4] = {
+        let mut t = [[0u8; 16]; 4];
+        let mut v = 0;
+        while v < 16 {
+            let e = (v & 1) | (v >> 1 & 2);
+            let o = (v >> 1 & 1) | (v >> 2 & 2);
+            t[0][v] = e as u8;
+            t[1][v] = (e << 2) as u8;
+            t[2][v] = o as u8;
+            t[3][v] = (o << 2) as u8;
+            v += 1;
+        }
+        t
+    };
+
+    /// The even-bit and odd-bit coordinates of 32 `uint8` codes by [`UN8`].
+    #[inline(always)]
+    unsafe fn split8(c: __m256i, t: &[__m256i; 4], low: __m256i) -> [__m256i; 2] {
+        // SAFETY (callers): AVX2.
+        unsafe {
+            let l = _mm256_and_si256(c, low);
+            let h = _mm256_and_si256(_mm256_srli_epi16(c, 4), low);
+            [
+                _mm256_or_si256(_mm256_shuffle_epi8(t[0], l), _mm256_shuffle_epi8(t[1], h)),
+                _mm256_or_si256(_mm256_shuffle_epi8(t[2], l), _mm256_shuffle_epi8(t[3], h)),
+            ]
+        }
+    }
+
+    /// Inverse of [`cols8`] (codes of at most 8 bits into `uint8` coordinates): the even
+    /// bits of the first `n / 32 * 32` codes at `c` to `a`, the odd bits to `b`, or the
+    /// rows `(even, odd)` (`(odd, even)` where `swap`) to `a` when `b` is null. Returns the
+    /// codes done and the OR of them.
+    ///
+    /// # Safety
+    /// AVX2; `c` readable for `n` bytes; `a` and `b` writable for `n` bytes, or `b` null
+    /// and `a` writable for `2 * n`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn dec8(
+        c: *const u8,
+        n: usize,
+        swap: bool,
+        a: *mut u8,
+        b: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t = UN8.map(|t| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())));
+            let low = _mm256_set1_epi8(0x0F);
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(c.add(i).cast());
+                acc = _mm256_or_si256(acc, v);
+                let [x, y] = split8(v, &t, low);
+                if b.is_null() {
+                    let (f, s) = if swap { (y, x) } else { (x, y) };
+                    // Per 128-bit lane: rows 0-7 (16-23) in `lo`, 8-15 (24-31) in `hi`.
+                    let lo = _mm256_unpacklo_epi8(f, s);
+                    let hi = _mm256_unpackhi_epi8(f, s);
+                    let o = a.add(2 * i);
+                    _mm256_storeu_si256(o.cast(), _mm256_permute2x128_si256(lo, hi, 0x20));
+                    _mm256_storeu_si256(o.add(32).cast(), _mm256_permute2x128_si256(lo, hi, 0x31));
+                } else {
+                    _mm256_storeu_si256(a.add(i).cast(), x);
+                    _mm256_storeu_si256(b.add(i).cast(), y);
+                }
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 1))
+        }
+    }
 }
 
 /// The even and odd bits of the 2-D Hilbert index of `(x, y)` in lanes of their own
@@ -2629,7 +2782,13 @@ fn encode2_avx2<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    if k != Kernel::Avx2 || O::BITS != 2 * U::BITS || U::BITS > 32 {
+    if k != Kernel::Avx2 {
+        return None;
+    }
+    if let (Curve::Morton { msb }, 8, 8) = (curve, U::BITS, O::BITS) {
+        return Some(morton2_same8(k, msb, nbits, src, out));
+    }
+    if O::BITS != 2 * U::BITS || U::BITS > 32 {
         return None;
     }
     let n = out.len();
@@ -2662,6 +2821,86 @@ fn encode2_avx2<U: Word, O: Word>(
     };
     let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
     Some(tail.or(U::from_u64(a)))
+}
+
+/// 2-D Morton codes of one chunk of `uint8` coordinates into `uint8` (at most 4 bits) on
+/// the AVX2 kernel by [`nib2::cols8`] / [`nib2::rows8`] (one table lookup per coordinate
+/// byte), the tail on the generic loop. Returns the OR of the input values.
+///
+/// # Panics
+/// Unless `U` and `O` are 8 bits wide.
+#[cfg(target_arch = "x86_64")]
+fn morton2_same8<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> U {
+    assert!(U::BITS == 8 && O::BITS == 8);
+    let n = out.len();
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    // SAFETY (both): `kernel()` picks AVX2 only where the CPU has it; `U` and `O` are one
+    // byte wide (asserted), the input holds `2 * n` bytes and the output `n` (asserted).
+    let (done, a) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 2 * n);
+            let (b, a) = unsafe { nib2::rows8(s.as_ptr().cast(), 2 * n, msb, o) };
+            (b / 2, a)
+        }
+        Src::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            unsafe { nib2::cols8(x.as_ptr().cast(), y.as_ptr().cast(), n, o) }
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[2 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    tail.or(U::from_u64(a))
+}
+
+/// 2-D Morton coordinates of one chunk of `uint8` codes into `uint8` on the AVX2 kernel
+/// by [`nib2::dec8`], the tail on the generic loop. Returns the OR of the codes.
+///
+/// # Panics
+/// Unless `U` and `O` are 8 bits wide.
+#[cfg(target_arch = "x86_64")]
+fn morton2_dec8<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
+    assert!(U::BITS == 8 && O::BITS == 8);
+    let n = codes.len();
+    let c: *const u8 = codes.as_ptr().cast();
+    // SAFETY (both): `kernel()` picks AVX2 only where the CPU has it; `U` and `O` are one
+    // byte wide (asserted), the codes are `n` bytes, the output holds `2 * n` bytes
+    // (asserted).
+    let (done, a) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 2 * n);
+            unsafe { nib2::dec8(c, n, msb, o.as_mut_ptr().cast(), std::ptr::null_mut()) }
+        }
+        Dst::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (xp, yp) = (x.as_mut_ptr().cast(), y.as_mut_ptr().cast());
+            unsafe { nib2::dec8(c, n, false, xp, yp) }
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
 }
 
 /// Whether [`decode2_avx2`] takes 2-D codes of type `U` into coordinates of type `O` on
@@ -3102,6 +3341,84 @@ mod nib3 {
             (i, fold(v, CB))
         }
     }
+
+    /// [`decode`] of `uint16` codes into `uint8` coordinates, 32 codes a step: the codes'
+    /// low and high bytes packed into one vector each, then per coordinate one table
+    /// lookup ([`untables`]) per code nibble: the low `NIB` nibbles (3 where the codes
+    /// have at most 9 bits: the fourth is then zero in every valid code, and a code with
+    /// more bits, whose coordinates are then discarded, is caught by the returned OR).
+    /// About half the steps of `decode::<2, 1, _>`, which gathers byte triples first.
+    ///
+    /// # Safety
+    /// As for `decode::<2, 1, ROWS>`; `NIB` is 3 or 4, and 3 only for codes of at most
+    /// 9 bits.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn decode16<const NIB: usize, const ROWS: bool>(
+        codes: *const u8,
+        n: usize,
+        dst: [*mut u8; 3],
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        const { assert!(NIB == 3 || NIB == 4) };
+        let sc = const { scatter(1) };
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let t: [[__m256i; 6]; 3] = sh.map(|s| untables(s as usize).map(|t| bcast(&t)));
+            let low = _mm256_set1_epi8(0x0F);
+            let m = _mm256_set1_epi16(0x00FF);
+            let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
+            let sca: [[__m256i; 3]; 3] = sc.map(|v| ld(&v));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                let v0 = _mm256_loadu_si256(codes.add(2 * i).cast());
+                let v1 = _mm256_loadu_si256(codes.add(2 * i + 32).cast());
+                acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                // Low and high code bytes of the 32 codes in order (the packs interleave
+                // 64-bit quarters: (0, 2, 1, 3) restores it).
+                let lo = _mm256_packus_epi16(_mm256_and_si256(v0, m), _mm256_and_si256(v1, m));
+                let hi = _mm256_packus_epi16(_mm256_srli_epi16(v0, 8), _mm256_srli_epi16(v1, 8));
+                let lo = _mm256_permute4x64_epi64(lo, 0xD8);
+                let hi = _mm256_permute4x64_epi64(hi, 0xD8);
+                let nib = [
+                    _mm256_and_si256(lo, low),
+                    _mm256_and_si256(_mm256_srli_epi16(lo, 4), low),
+                    _mm256_and_si256(hi, low),
+                    _mm256_and_si256(_mm256_srli_epi16(hi, 4), low),
+                ];
+                let v: [__m256i; 3] = [0, 1, 2].map(|c| {
+                    let tc = &t[c];
+                    let mut x = _mm256_shuffle_epi8(tc[0], nib[0]);
+                    for k in 1..NIB {
+                        x = _mm256_or_si256(x, _mm256_shuffle_epi8(tc[k], nib[k]));
+                    }
+                    x
+                });
+                if ROWS {
+                    // Lane 0 holds points 0-15, lane 1 points 16-31, as in `decode`.
+                    let o = dst[0].add(3 * i);
+                    for (k, sk) in sca.iter().enumerate() {
+                        let ch = _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(v[0], sk[0]),
+                                _mm256_shuffle_epi8(v[1], sk[1]),
+                            ),
+                            _mm256_shuffle_epi8(v[2], sk[2]),
+                        );
+                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
+                    }
+                } else {
+                    for c in 0..3 {
+                        _mm256_storeu_si256(dst[c].add(i).cast(), v[c]);
+                    }
+                }
+                i += 32;
+            }
+            let mut v = [0u8; 32];
+            _mm256_storeu_si256(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2))
+        }
+    }
 }
 
 /// 3-D Morton codes of one chunk by [`nib3::encode`] on the AVX2 kernel, the tail on the
@@ -3202,8 +3519,10 @@ fn morton3_avx2_decode<U: Word, O: Word>(
     // kernel's pairs (checked above); lengths asserted above.
     let (done, a) = unsafe {
         match (U::BITS, O::BITS, rows) {
-            (16, _, true) => nib3::decode::<2, 1, true>(cp, n, ptrs, sh),
-            (16, _, false) => nib3::decode::<2, 1, false>(cp, n, ptrs, sh),
+            (16, _, true) if nbits <= 3 => nib3::decode16::<3, true>(cp, n, ptrs, sh),
+            (16, _, false) if nbits <= 3 => nib3::decode16::<3, false>(cp, n, ptrs, sh),
+            (16, _, true) => nib3::decode16::<4, true>(cp, n, ptrs, sh),
+            (16, _, false) => nib3::decode16::<4, false>(cp, n, ptrs, sh),
             (32, 8, true) => nib3::decode::<4, 1, true>(cp, n, ptrs, sh),
             (32, 8, false) => nib3::decode::<4, 1, false>(cp, n, ptrs, sh),
             (32, _, true) => nib3::decode::<4, 2, true>(cp, n, ptrs, sh),
@@ -3570,6 +3889,14 @@ pub fn decode_into<T: Coord, O: Word>(
             }
             _ => o,
         };
+        // 2-D Morton codes of at most 8 bits into uint8 on AVX2: nibble-table splits.
+        #[cfg(target_arch = "x86_64")]
+        if let (Curve::Morton { msb }, 2, Kernel::Avx2, 8, 8) =
+            (curve, d, k, <T::Unsigned as Word>::BITS, O::BITS)
+        {
+            let a = morton2_dec8(k, msb, nbits, part, o);
+            return Ok(a.to_u64() & !limit != 0);
+        }
         // 2-D codes twice as wide as the coordinates on AVX2: nibble-table compactions.
         #[cfg(target_arch = "x86_64")]
         if d == 2 && decode2_fits::<T::Unsigned, O>(k) {
