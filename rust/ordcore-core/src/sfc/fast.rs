@@ -3542,6 +3542,357 @@ fn morton3_avx2_decode<U: Word, O: Word>(
     tail.or(U::from_u64(a))
 }
 
+/// 2-D Morton kernels on AVX-512 VBMI with GFNI, codes twice as wide as the coordinates
+/// (`uint8`, `uint16`, `uint32` into `uint16`, `uint32`, `uint64`): a 2-D code of `2 * w`
+/// bytes is `w` 16-bit words, word `k` the interleave of byte `k` of each coordinate, so
+/// the transform is a byte stream one whatever the width. Encoding pairs the coordinate
+/// bytes into 16-bit lanes (one two-source `vpermb`), moves the nibbles into place with
+/// three bit selects (`vpternlogd`) and interleaves the bits of each byte by one GF(2)
+/// affine step (`vgf2p8affineqb`); decoding runs the inverse. About 7 steps per 64 code
+/// bytes, where the compiler's magic-number spreads run 4 shift/mask steps per
+/// coordinate in lanes of the code's width (8 lanes of `uint64`).
+#[cfg(target_arch = "x86_64")]
+mod m2z {
+    use std::arch::x86_64::*;
+
+    /// The `vgf2p8affineqb` matrix giving result bit `i` from input bit `p(i)`: bit `i`
+    /// of the result is the parity of `x & A.byte[7 - i]`.
+    const fn matrix(dec: bool) -> i64 {
+        let mut a = 0u64;
+        let mut i = 0;
+        while i < 8 {
+            // Decode: even bits to bits 0-3, odd bits to 4-7; encode: the inverse.
+            let p = if dec {
+                if i < 4 {
+                    2 * i
+                } else {
+                    2 * (i - 4) + 1
+                }
+            } else if i % 2 == 0 {
+                i / 2
+            } else {
+                4 + i / 2
+            };
+            a |= (1u64 << p) << (8 * (7 - i));
+            i += 1;
+        }
+        a as i64
+    }
+
+    /// Encoding, columns: the 16-bit lanes `(x byte, y byte)` of words `32h .. 32h + 32`
+    /// from `x` (first source) and `y` (second).
+    const fn pair_cols(h: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut k = 0;
+        while k < 32 {
+            t[2 * k] = (32 * h + k) as u8;
+            t[2 * k + 1] = (64 + 32 * h + k) as u8;
+            k += 1;
+        }
+        t
+    }
+
+    /// Encoding, rows of two `w`-byte words (the first on the even bits, on the odd bits
+    /// where `swap`): the 16-bit lanes `(even byte, odd byte)` of each code word. Decoding
+    /// rows: the inverse permute (`inv`).
+    const fn pair_rows(w: usize, swap: bool, inv: bool) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut k = 0;
+        while k < 32 {
+            let base = (k / w) * 2 * w + k % w;
+            let (e, o) = if swap {
+                (base + w, base)
+            } else {
+                (base, base + w)
+            };
+            if inv {
+                t[e] = (2 * k) as u8;
+                t[o] = (2 * k + 1) as u8;
+            } else {
+                t[2 * k] = e as u8;
+                t[2 * k + 1] = o as u8;
+            }
+            k += 1;
+        }
+        t
+    }
+
+    /// Decoding, columns: byte `j` of 64 from byte `2j + odd` of the first source (`j <
+    /// 32`) or the second.
+    const fn unpair(odd: usize) -> [u8; 64] {
+        let mut t = [0u8; 64];
+        let mut j = 0;
+        while j < 64 {
+            t[j] = (2 * (j % 32) + odd + 64 * (j / 32)) as u8;
+            j += 1;
+        }
+        t
+    }
+
+    /// The OR of the `w`-byte little-endian words of `v`.
+    fn fold(v: [u8; 64], w: usize) -> u64 {
+        v.chunks_exact(w).fold(0, |a, c| {
+            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn ld(p: *const u8) -> __m512i {
+        // SAFETY (callers): AVX-512 F; 64 readable bytes at `p`.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+
+    /// Bit select: `m ? a : b`.
+    #[inline(always)]
+    unsafe fn sel(m: __m512i, a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY (callers): AVX-512 F.
+        unsafe { _mm512_ternarylogic_epi32::<0xCA>(m, a, b) }
+    }
+
+    /// 64 code bytes from 32 lanes `(even byte a, odd byte b)`.
+    #[inline(always)]
+    unsafe fn enc64(w: __m512i) -> __m512i {
+        // SAFETY (callers): AVX-512 F/BW and GFNI.
+        unsafe {
+            let (m0f, mf00, mff) = (
+                _mm512_set1_epi16(0x000F),
+                _mm512_set1_epi16(0x0F00),
+                _mm512_set1_epi16(0x00FF),
+            );
+            // Low byte: low nibbles of a, b; high byte: high nibbles of a, b.
+            let lo = sel(m0f, w, _mm512_srli_epi16(w, 4));
+            let hi = sel(mf00, _mm512_slli_epi16(w, 4), w);
+            let nib = sel(mff, lo, hi);
+            _mm512_gf2p8affine_epi64_epi8::<0>(nib, _mm512_set1_epi64(matrix(false)))
+        }
+    }
+
+    /// 32 lanes `(even byte, odd byte)` from 64 code bytes (inverse of [`enc64`]).
+    #[inline(always)]
+    unsafe fn dec64(c: __m512i) -> __m512i {
+        // SAFETY (callers): AVX-512 F/BW and GFNI.
+        unsafe {
+            let (m0f, mf00, mff) = (
+                _mm512_set1_epi16(0x000F),
+                _mm512_set1_epi16(0x0F00),
+                _mm512_set1_epi16(0x00FF),
+            );
+            // Per byte: its even bits in bits 0-3, odd bits in 4-7.
+            let t = _mm512_gf2p8affine_epi64_epi8::<0>(c, _mm512_set1_epi64(matrix(true)));
+            let x = sel(m0f, t, _mm512_srli_epi16(t, 4));
+            let y = sel(mf00, _mm512_slli_epi16(t, 4), t);
+            sel(mff, x, y)
+        }
+    }
+
+    /// 2-D Morton codes (`2 * W` bytes) of the leading points of `W`-byte coordinates:
+    /// columns `src[0]` (even bits) and `src[1]`, `64 / W` points a step, or rows at
+    /// `src[0]` (first word on the even bits, odd where `swap`), `32 / W` a step, of `n`
+    /// points. Returns the points done and the OR of their coordinates.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VBMI and GFNI; `W` 1, 2 or 4; columns readable for `n * W` bytes each
+    /// (rows: `2 * n * W`), `out` writable for `2 * n * W`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn encode<const W: usize, const ROWS: bool>(
+        src: [*const u8; 2],
+        n: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: AVX-512 F/BW/VBMI and GFNI; every load and store lies within the bounds
+        // the caller gives.
+        unsafe {
+            let mut acc = _mm512_setzero_si512();
+            let mut i = 0;
+            if ROWS {
+                let pr = [pair_rows(W, false, false), pair_rows(W, true, false)];
+                let idx = ld(pr[swap as usize].as_ptr());
+                let step = 32 / W;
+                while i + step <= n {
+                    let r = ld(src[0].add(2 * W * i));
+                    acc = _mm512_or_si512(acc, r);
+                    let c = enc64(_mm512_permutexvar_epi8(idx, r));
+                    _mm512_storeu_si512(out.add(2 * W * i).cast(), c);
+                    i += step;
+                }
+            } else {
+                let pc = [pair_cols(0), pair_cols(1)];
+                let (i0, i1) = (ld(pc[0].as_ptr()), ld(pc[1].as_ptr()));
+                let step = 64 / W;
+                while i + step <= n {
+                    let x = ld(src[0].add(W * i));
+                    let y = ld(src[1].add(W * i));
+                    acc = _mm512_ternarylogic_epi32::<0xFE>(acc, x, y);
+                    let o = out.add(2 * W * i);
+                    let c0 = enc64(_mm512_permutex2var_epi8(x, i0, y));
+                    let c1 = enc64(_mm512_permutex2var_epi8(x, i1, y));
+                    _mm512_storeu_si512(o.cast(), c0);
+                    _mm512_storeu_si512(o.add(64).cast(), c1);
+                    i += step;
+                }
+            }
+            let mut v = [0u8; 64];
+            _mm512_storeu_si512(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, W))
+        }
+    }
+
+    /// Inverse of [`encode`]: the coordinates (`W` bytes) of the leading of `n` codes of
+    /// `2 * W` bytes at `codes`, into columns `dst[0]` (even bits) and `dst[1]`, or rows at
+    /// `dst[0]` (the even bits first, the odd bits first where `swap`). Returns the codes
+    /// done and the OR of them.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VBMI and GFNI; `W` 1, 2 or 4; `codes` readable for `2 * n * W` bytes,
+    /// each column writable for `n * W` (rows: `2 * n * W`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn decode<const W: usize, const ROWS: bool>(
+        codes: *const u8,
+        n: usize,
+        swap: bool,
+        dst: [*mut u8; 2],
+    ) -> (usize, u64) {
+        // SAFETY: AVX-512 F/BW/VBMI and GFNI; every load and store lies within the bounds
+        // the caller gives.
+        unsafe {
+            let mut acc = _mm512_setzero_si512();
+            let mut i = 0;
+            if ROWS {
+                let pr = [pair_rows(W, false, true), pair_rows(W, true, true)];
+                let idx = ld(pr[swap as usize].as_ptr());
+                let step = 32 / W;
+                while i + step <= n {
+                    let c = ld(codes.add(2 * W * i));
+                    acc = _mm512_or_si512(acc, c);
+                    let r = _mm512_permutexvar_epi8(idx, dec64(c));
+                    _mm512_storeu_si512(dst[0].add(2 * W * i).cast(), r);
+                    i += step;
+                }
+            } else {
+                let (ie, io) = (ld(unpair(0).as_ptr()), ld(unpair(1).as_ptr()));
+                let step = 64 / W;
+                while i + step <= n {
+                    let c0 = ld(codes.add(2 * W * i));
+                    let c1 = ld(codes.add(2 * W * i + 64));
+                    acc = _mm512_ternarylogic_epi32::<0xFE>(acc, c0, c1);
+                    let (p0, p1) = (dec64(c0), dec64(c1));
+                    let x = _mm512_permutex2var_epi8(p0, ie, p1);
+                    let y = _mm512_permutex2var_epi8(p0, io, p1);
+                    _mm512_storeu_si512(dst[0].add(W * i).cast(), x);
+                    _mm512_storeu_si512(dst[1].add(W * i).cast(), y);
+                    i += step;
+                }
+            }
+            let mut v = [0u8; 64];
+            _mm512_storeu_si512(v.as_mut_ptr().cast(), acc);
+            (i, fold(v, 2 * W))
+        }
+    }
+}
+
+/// Whether the [`m2z`] kernels run on kernel `k` for 2-D Morton coordinates of type `C`
+/// and codes of type `D`: AVX-512 VBMI ([`fast9`]) with GFNI, codes twice as wide as the
+/// coordinates.
+#[cfg(target_arch = "x86_64")]
+fn m2z_fits<C: Word, D: Word>(k: Kernel) -> bool {
+    D::BITS == 2 * C::BITS && C::BITS <= 32 && fast9(k) && gfni()
+}
+
+/// 2-D Morton codes of one chunk by [`m2z::encode`] where [`m2z_fits`], the tail on the
+/// generic loop; `None` elsewhere. Returns the OR of the input values.
+#[cfg(target_arch = "x86_64")]
+fn morton2_avx512_encode<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    let Curve::Morton { msb } = curve else {
+        return None;
+    };
+    if !m2z_fits::<U, O>(k) {
+        return None;
+    }
+    let n = out.len();
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    let (ptrs, rows) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 2 * n);
+            ([s.as_ptr() as *const u8; 2], true)
+        }
+        Src::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            ([x.as_ptr() as *const u8, y.as_ptr() as *const u8], false)
+        }
+    };
+    // SAFETY: `m2z_fits` checked the CPU features (AVX-512 F/BW/VBMI, GFNI) and the
+    // widths; the lengths are asserted above.
+    let (done, a) = unsafe {
+        match (U::BITS, rows) {
+            (8, true) => m2z::encode::<1, true>(ptrs, n, msb, o),
+            (8, false) => m2z::encode::<1, false>(ptrs, n, msb, o),
+            (16, true) => m2z::encode::<2, true>(ptrs, n, msb, o),
+            (16, false) => m2z::encode::<2, false>(ptrs, n, msb, o),
+            (_, true) => m2z::encode::<4, true>(ptrs, n, msb, o),
+            (_, false) => m2z::encode::<4, false>(ptrs, n, msb, o),
+        }
+    };
+    let rest = match src {
+        Src::Rows(s) => Src::Rows(&s[2 * done..]),
+        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
+    };
+    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    Some(tail.or(U::from_u64(a)))
+}
+
+/// 2-D Morton coordinates of one chunk of codes by [`m2z::decode`] where [`m2z_fits`]
+/// (for `O`, `U`), the tail on the generic loop. Returns the OR of the codes.
+#[cfg(target_arch = "x86_64")]
+fn morton2_avx512_decode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
+    assert!(m2z_fits::<O, U>(k));
+    let n = codes.len();
+    let c: *const u8 = codes.as_ptr().cast();
+    let (ptrs, rows) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 2 * n);
+            ([o.as_mut_ptr() as *mut u8; 2], true)
+        }
+        Dst::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = (x.as_mut_ptr() as *mut u8, y.as_mut_ptr() as *mut u8);
+            (if msb { [y, x] } else { [x, y] }, false)
+        }
+    };
+    // SAFETY: `m2z_fits` checked the CPU features and the widths; the lengths are
+    // asserted above.
+    let (done, a) = unsafe {
+        match (O::BITS, rows) {
+            (8, true) => m2z::decode::<1, true>(c, n, msb, ptrs),
+            (8, false) => m2z::decode::<1, false>(c, n, msb, ptrs),
+            (16, true) => m2z::decode::<2, true>(c, n, msb, ptrs),
+            (16, false) => m2z::decode::<2, false>(c, n, msb, ptrs),
+            (_, true) => m2z::decode::<4, true>(c, n, msb, ptrs),
+            (_, false) => m2z::decode::<4, false>(c, n, msb, ptrs),
+        }
+    };
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
+    };
+    let curve = Curve::Morton { msb };
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    tail.or(U::from_u64(a))
+}
+
 // --- drivers ------------------------------------------------------------------------------
 
 fn check_out<O: Word>(d: usize, nbits: u32, what: &'static str) -> Result<()> {
@@ -3694,6 +4045,13 @@ pub fn encode_into<T: Coord, O: Word>(
                 if d == 3 { &z[r0..r0 + m] } else { empty },
             ]),
         };
+        // 2-D Morton codes twice as wide as the coordinates on AVX-512 VBMI with GFNI.
+        #[cfg(target_arch = "x86_64")]
+        if d == 2 {
+            if let Some(acc) = morton2_avx512_encode(k, curve, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+        }
         // 2-D codes twice as wide as the coordinates on AVX2: nibble-table interleaves.
         #[cfg(target_arch = "x86_64")]
         if d == 2 {
@@ -3889,6 +4247,14 @@ pub fn decode_into<T: Coord, O: Word>(
             }
             _ => o,
         };
+        // 2-D Morton codes into coordinates half as wide on AVX-512 VBMI with GFNI.
+        #[cfg(target_arch = "x86_64")]
+        if let (Curve::Morton { msb }, 2) = (curve, d) {
+            if m2z_fits::<O, T::Unsigned>(k) {
+                let a = morton2_avx512_decode(k, msb, nbits, part, o);
+                return Ok(a.to_u64() & !limit != 0);
+            }
+        }
         // 2-D Morton codes of at most 8 bits into uint8 on AVX2: nibble-table splits.
         #[cfg(target_arch = "x86_64")]
         if let (Curve::Morton { msb }, 2, Kernel::Avx2, 8, 8) =
