@@ -42,7 +42,14 @@
 //!   the coordinates, bit interleaves are 16-entry nibble-table lookups (`vpshufb`) on
 //!   32 bytes at a time ([`nib2`], [`nib3`]) instead of magic-number spreads in lanes of
 //!   the code's width; 2-D Hilbert runs its prefix scan in lanes of the coordinates'
-//!   width and interleaves (splits) the index bits with the same tables.
+//!   width and interleaves (splits) the index bits with the same tables. 2-D Morton codes
+//!   as wide as the coordinates (`uint8`, at most 4 bits) are one 16-entry lookup per
+//!   coordinate byte ([`nib2::cols8`], [`nib2::rows8`], [`nib2::dec8`]); 3-D `uint16`
+//!   codes into `uint8` look up the nibbles of the packed low and high code bytes
+//!   ([`nib3::decode16`]).
+//! * With AVX-512 VBMI and GFNI, 2-D Morton codes twice as wide as the coordinates pair
+//!   the coordinate bytes into 16-bit lanes by `vpermb` and interleave their bits by bit
+//!   selects and one GF(2) affine step per byte ([`m2z`]); decoding runs the inverse.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -2782,13 +2789,12 @@ fn encode2_avx2<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    if k != Kernel::Avx2 {
-        return None;
-    }
-    if let (Curve::Morton { msb }, 8, 8) = (curve, U::BITS, O::BITS) {
+    // Same width (uint8): on the AVX-512 kernel too (measured faster than its
+    // magic-number steps in byte lanes).
+    if let (Curve::Morton { msb }, 8, 8, true) = (curve, U::BITS, O::BITS, k >= Kernel::Avx2) {
         return Some(morton2_same8(k, msb, nbits, src, out));
     }
-    if O::BITS != 2 * U::BITS || U::BITS > 32 {
+    if k != Kernel::Avx2 || O::BITS != 2 * U::BITS || U::BITS > 32 {
         return None;
     }
     let n = out.len();
@@ -2824,11 +2830,11 @@ fn encode2_avx2<U: Word, O: Word>(
 }
 
 /// 2-D Morton codes of one chunk of `uint8` coordinates into `uint8` (at most 4 bits) on
-/// the AVX2 kernel by [`nib2::cols8`] / [`nib2::rows8`] (one table lookup per coordinate
+/// the AVX2 or AVX-512 kernel by [`nib2::cols8`] / [`nib2::rows8`] (one table lookup per coordinate
 /// byte), the tail on the generic loop. Returns the OR of the input values.
 ///
 /// # Panics
-/// Unless `U` and `O` are 8 bits wide.
+/// Unless `U` and `O` are 8 bits wide and `k` is AVX2 or AVX-512.
 #[cfg(target_arch = "x86_64")]
 fn morton2_same8<U: Word, O: Word>(
     k: Kernel,
@@ -2837,11 +2843,13 @@ fn morton2_same8<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> U {
-    assert!(U::BITS == 8 && O::BITS == 8);
+    assert!(U::BITS == 8 && O::BITS == 8 && k >= Kernel::Avx2);
     let n = out.len();
     let o: *mut u8 = out.as_mut_ptr().cast();
-    // SAFETY (both): `kernel()` picks AVX2 only where the CPU has it; `U` and `O` are one
-    // byte wide (asserted), the input holds `2 * n` bytes and the output `n` (asserted).
+    // SAFETY (both): `k` is AVX2 or AVX-512 (asserted), which `kernel()` picks only where
+    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too); `U` and
+    // `O` are one byte wide (asserted), the input holds `2 * n` bytes and the output `n`
+    // (asserted).
     let (done, a) = match src {
         Src::Rows(s) => {
             assert!(s.len() >= 2 * n);
@@ -2863,11 +2871,11 @@ fn morton2_same8<U: Word, O: Word>(
     tail.or(U::from_u64(a))
 }
 
-/// 2-D Morton coordinates of one chunk of `uint8` codes into `uint8` on the AVX2 kernel
-/// by [`nib2::dec8`], the tail on the generic loop. Returns the OR of the codes.
+/// 2-D Morton coordinates of one chunk of `uint8` codes into `uint8` on the AVX2 or
+/// AVX-512 kernel by [`nib2::dec8`], the tail on the generic loop. Returns the OR of the codes.
 ///
 /// # Panics
-/// Unless `U` and `O` are 8 bits wide.
+/// Unless `U` and `O` are 8 bits wide and `k` is AVX2 or AVX-512.
 #[cfg(target_arch = "x86_64")]
 fn morton2_dec8<U: Word, O: Word>(
     k: Kernel,
@@ -2876,12 +2884,13 @@ fn morton2_dec8<U: Word, O: Word>(
     codes: &[U],
     mut dst: Dst<'_, O>,
 ) -> U {
-    assert!(U::BITS == 8 && O::BITS == 8);
+    assert!(U::BITS == 8 && O::BITS == 8 && k >= Kernel::Avx2);
     let n = codes.len();
     let c: *const u8 = codes.as_ptr().cast();
-    // SAFETY (both): `kernel()` picks AVX2 only where the CPU has it; `U` and `O` are one
-    // byte wide (asserted), the codes are `n` bytes, the output holds `2 * n` bytes
-    // (asserted).
+    // SAFETY (both): `k` is AVX2 or AVX-512 (asserted), which `kernel()` picks only where
+    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too); `U` and
+    // `O` are one byte wide (asserted), the codes are `n` bytes, the output holds `2 * n`
+    // bytes (asserted).
     let (done, a) = match &mut dst {
         Dst::Rows(o) => {
             assert!(o.len() >= 2 * n);
@@ -3390,7 +3399,10 @@ mod nib3 {
                     let tc = &t[c];
                     let mut x = _mm256_shuffle_epi8(tc[0], nib[0]);
                     for k in 1..NIB {
-                        x = _mm256_or_si256(x, _mm256_shuffle_epi8(tc[k], nib[k]));
+                        // Nibble 2 of a code of at most 9 bits is bit 8, a field-2 bit.
+                        if NIB == 4 || k < 2 || sh[c] == 2 {
+                            x = _mm256_or_si256(x, _mm256_shuffle_epi8(tc[k], nib[k]));
+                        }
                     }
                     x
                 });
@@ -4255,11 +4267,15 @@ pub fn decode_into<T: Coord, O: Word>(
                 return Ok(a.to_u64() & !limit != 0);
             }
         }
-        // 2-D Morton codes of at most 8 bits into uint8 on AVX2: nibble-table splits.
+        // 2-D Morton codes of at most 8 bits into uint8 on AVX2 / AVX-512: nibble tables.
         #[cfg(target_arch = "x86_64")]
-        if let (Curve::Morton { msb }, 2, Kernel::Avx2, 8, 8) =
-            (curve, d, k, <T::Unsigned as Word>::BITS, O::BITS)
-        {
+        if let (Curve::Morton { msb }, 2, true, 8, 8) = (
+            curve,
+            d,
+            k >= Kernel::Avx2,
+            <T::Unsigned as Word>::BITS,
+            O::BITS,
+        ) {
             let a = morton2_dec8(k, msb, nbits, part, o);
             return Ok(a.to_u64() & !limit != 0);
         }
