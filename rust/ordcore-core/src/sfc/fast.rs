@@ -46,7 +46,8 @@
 //!   as wide as the coordinates (`uint8`, at most 4 bits) are one 16-entry lookup per
 //!   coordinate byte ([`nib2::cols8`], [`nib2::rows8`], [`nib2::dec8`]); 3-D `uint16`
 //!   codes into `uint8` look up the nibbles of the packed low and high code bytes
-//!   ([`nib3::decode16`]).
+//!   ([`nib3::decode16`]). 3-D Hilbert decoding starts with the same de-interleave
+//!   ([`nib3_decode_prefix`]) into the lanes Skilling's steps run in.
 //! * With AVX-512 VBMI and GFNI, 2-D Morton codes twice as wide as the coordinates pair
 //!   the coordinate bytes into 16-bit lanes by `vpermb` and interleave their bits by bit
 //!   selects and one GF(2) affine step per byte ([`m2z`]); decoding runs the inverse.
@@ -819,14 +820,14 @@ fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
 
 /// Coordinates of one chunk of 3-D Hilbert indices by [`h3_skilling`] in lanes of `L`
 /// (which must hold `nbits` bits), the Morton de-interleave in lanes of `W` (which must
-/// hold the code) or, with `fast9`, by the AVX-512 VBMI/GFNI kernel where it takes these
+/// hold the code) or by the SIMD kernel of `deint` where it takes these
 /// types. Returns the OR of the codes.
 #[inline(always)]
 fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
     codes: &[U],
     dst: &mut Dst<'_, O>,
     nbits: u32,
-    fast9: bool,
+    deint: Deint,
 ) -> U {
     let mut acc = U::default();
     let mut xb = [L::default(); BLOCK];
@@ -836,19 +837,33 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
         let n = cb.len();
         let (x, y, z) = (&mut xb[..n], &mut yb[..n], &mut zb[..n]);
         let mut cols = Dst::Cols([x, y, z]);
+        // Skilling's transposed index has coordinate 0 most significant.
         #[cfg(target_arch = "x86_64")]
-        let done = if fast9 && morton3_dec_fits::<U, L>(nbits, false) {
-            // SAFETY: `fast9` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked the
-            // types; Skilling's transposed index has coordinate 0 most significant.
-            let (d, a) = unsafe { morton3_dec_prefix(cb, 0, &mut cols, [2, 1, 0], nbits) };
-            acc = acc.or(U::from_u64(a));
-            d
-        } else {
-            0
+        let done = match deint {
+            Deint::Vbmi if morton3_dec_fits::<U, L>(nbits, false) => {
+                // SAFETY: `Vbmi` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked
+                // the types.
+                let (d, a) = unsafe { morton3_dec_prefix(cb, 0, &mut cols, [2, 1, 0], nbits) };
+                acc = acc.or(U::from_u64(a));
+                d
+            }
+            Deint::Nib if morton3_avx2_decodes::<U, L>(Kernel::Avx2) => {
+                let Dst::Cols(c) = &mut cols else {
+                    unreachable!()
+                };
+                let ptrs = [0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8);
+                // SAFETY: `Nib` means AVX2; `morton3_avx2_decodes` checked the types; each
+                // column holds `cb.len()` values.
+                let (d, a) =
+                    unsafe { nib3_decode_prefix::<U, L>(cb, nbits, ptrs, false, [2, 1, 0]) };
+                acc = acc.or(U::from_u64(a));
+                d
+            }
+            _ => 0,
         };
         #[cfg(not(target_arch = "x86_64"))]
         let done = {
-            let _ = fast9;
+            let _ = deint;
             0
         };
         for &c in &cb[done..] {
@@ -925,8 +940,33 @@ fn encode_chunk<U: Word, O: Word>(
     }
 }
 
-/// Coordinates of one chunk of codes; returns the OR of the codes. `fast9`: the 3-D
-/// Hilbert decoder may de-interleave by the AVX-512 VBMI/GFNI kernels.
+/// The kernel the 3-D Hilbert decoder de-interleaves its transposed index with (a Morton
+/// decode, coordinate 0 most significant) where the types fit, before the generic loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deint {
+    /// The generic loop only.
+    Generic,
+    /// The AVX-512 VBMI/GFNI kernels ([`morton3_dec_prefix`]).
+    Vbmi,
+    /// The AVX2 nibble-table kernels ([`nib3_decode_prefix`]).
+    Nib,
+}
+
+impl Deint {
+    /// The de-interleave for kernel `k`.
+    fn of(k: Kernel) -> Self {
+        if fast9(k) {
+            Deint::Vbmi
+        } else if k == Kernel::Avx2 {
+            Deint::Nib
+        } else {
+            Deint::Generic
+        }
+    }
+}
+
+/// Coordinates of one chunk of codes; returns the OR of the codes. `deint`: the 3-D
+/// Hilbert decoder's de-interleave kernel.
 #[inline(always)]
 fn decode_chunk<U: Word, O: Word>(
     curve: Curve,
@@ -934,26 +974,26 @@ fn decode_chunk<U: Word, O: Word>(
     nbits: u32,
     codes: &[U],
     mut dst: Dst<'_, O>,
-    fast9: bool,
+    deint: Deint,
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
         // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
         // below in narrower ones), the Morton de-interleave in lanes that hold the code.
         (Curve::Hilbert, _) if nbits <= 5 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, fast9)
+            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, deint)
         }
         (Curve::Hilbert, _) if nbits <= 8 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, fast9)
+            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, deint)
         }
         (Curve::Hilbert, _) if nbits <= 10 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, fast9)
+            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, deint)
         }
         (Curve::Hilbert, _) if nbits <= 16 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, fast9)
+            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, deint)
         }
         (Curve::Hilbert, _) => {
-            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, fast9)
+            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, deint)
         }
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
@@ -1008,7 +1048,7 @@ mod perm9 {
             for (i, cb) in codes.chunks(BLOCK).enumerate() {
                 let r = i * BLOCK..(i + 1) * BLOCK;
                 let dst = Dst::Cols([&mut a[r.clone()], &mut b[r.clone()], &mut c[r]]);
-                decode_chunk::<u16, u8>(curve, 3, nbits, cb, dst, false);
+                decode_chunk::<u16, u8>(curve, 3, nbits, cb, dst, Deint::Generic);
             }
             t
         })
@@ -2115,7 +2155,7 @@ macro_rules! multiversion {
 multiversion!(encode_chunk_k, encode_chunk,
     (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O]));
 multiversion!(decode_chunk_k, decode_chunk,
-    (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, fast9: bool));
+    (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, deint: Deint));
 
 /// 3-D Morton codes of one chunk by the AVX-512 VBMI kernels of [`rows3`], the tail on
 /// kernel `k`: `uint8` coordinates of at most 6 bits into `uint16` (at most 5 bits) or
@@ -2280,7 +2320,7 @@ fn morton3_lut_decode<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
+    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, Deint::Generic);
     tail.or(U::from_u64(a))
 }
 
@@ -2908,7 +2948,7 @@ fn morton2_dec8<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
     tail.or(U::from_u64(a))
 }
 
@@ -3022,7 +3062,7 @@ fn decode2_avx2<U: Word, O: Word>(
         Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
     tail.or(U::from_u64(a))
 }
 
@@ -3040,6 +3080,9 @@ mod nib3 {
     const fn spread(v: usize) -> usize {
         (v & 1) | (v & 2) << 2 | (v & 4) << 4 | (v & 8) << 6
     }
+
+    /// [`tables`] for `s` = 0, 1, 2, built at compile time.
+    const TABLES: [[[u8; 16]; 4]; 3] = [tables(0), tables(1), tables(2)];
 
     /// The tables of the coordinate shifted by `s`: byte 0 and byte 1 of the triple from
     /// its low nibble, byte 1 and byte 2 from its high nibble.
@@ -3132,7 +3175,7 @@ mod nib3 {
         let step = 32 / W;
         // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
         unsafe {
-            let t: [[__m256i; 4]; 3] = sh.map(|s| tables(s as usize).map(|t| bcast(&t)));
+            let t: [[__m256i; 4]; 3] = sh.map(|s| TABLES[s as usize].map(|t| bcast(&t)));
             let low = _mm256_set1_epi8(0x0F);
             let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
             let place: [[__m256i; 3]; 4] = pl.map(|v| ld(&v));
@@ -3206,6 +3249,10 @@ mod nib3 {
             (i, fold(v, W))
         }
     }
+
+    /// [`untables`] for `s` = 0, 1, 2, built at compile time (a `const fn` called with a
+    /// run-time argument runs at run time: about 1,000 loop steps a call).
+    const UNTABLES: [[[u8; 16]; 6]; 3] = [untables(0), untables(1), untables(2)];
 
     /// Per nibble `k` (bits `4k..4k + 4`) of a code byte triple, the bits of the
     /// coordinate shifted by `s` that it holds, at their places in the coordinate byte.
@@ -3294,7 +3341,7 @@ mod nib3 {
         let r = CB / W;
         // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
         unsafe {
-            let t: [[__m256i; 6]; 3] = sh.map(|s| untables(s as usize).map(|t| bcast(&t)));
+            let t: [[__m256i; 6]; 3] = sh.map(|s| UNTABLES[s as usize].map(|t| bcast(&t)));
             let low = _mm256_set1_epi8(0x0F);
             let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
             let tri: [[__m256i; 3]; 4] = tr.map(|v| ld(&v));
@@ -3372,7 +3419,7 @@ mod nib3 {
         let sc = const { scatter(1) };
         // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
         unsafe {
-            let t: [[__m256i; 6]; 3] = sh.map(|s| untables(s as usize).map(|t| bcast(&t)));
+            let t: [[__m256i; 6]; 3] = sh.map(|s| UNTABLES[s as usize].map(|t| bcast(&t)));
             let low = _mm256_set1_epi8(0x0F);
             let m = _mm256_set1_epi16(0x00FF);
             let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
@@ -3501,6 +3548,41 @@ fn morton3_avx2_decodes<U: Word, O: Word>(k: Kernel) -> bool {
     k == Kernel::Avx2 && fits
 }
 
+/// The leading 3-D Morton codes of `codes` de-interleaved by [`nib3::decode`] (or
+/// [`nib3::decode16`]) into `ptrs` (rows at `ptrs[0]` where `rows`), coordinate `i` from
+/// the bits at `3 * j + sh[i]`. Returns the codes done and the OR of them.
+///
+/// # Safety
+/// AVX2; `(U, O)` one of the pairs of [`morton3_avx2_decodes`]; each pointer writable for
+/// `codes.len()` values of `O` (rows: `3 * codes.len()` at `ptrs[0]`).
+#[cfg(target_arch = "x86_64")]
+unsafe fn nib3_decode_prefix<U: Word, O: Word>(
+    codes: &[U],
+    nbits: u32,
+    ptrs: [*mut u8; 3],
+    rows: bool,
+    sh: [u32; 3],
+) -> (usize, u64) {
+    let (cp, n): (*const u8, usize) = (codes.as_ptr().cast(), codes.len());
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (16, _, true) if nbits <= 3 => nib3::decode16::<3, true>(cp, n, ptrs, sh),
+            (16, _, false) if nbits <= 3 => nib3::decode16::<3, false>(cp, n, ptrs, sh),
+            (16, _, true) => nib3::decode16::<4, true>(cp, n, ptrs, sh),
+            (16, _, false) => nib3::decode16::<4, false>(cp, n, ptrs, sh),
+            (32, 8, true) => nib3::decode::<4, 1, true>(cp, n, ptrs, sh),
+            (32, 8, false) => nib3::decode::<4, 1, false>(cp, n, ptrs, sh),
+            (32, _, true) => nib3::decode::<4, 2, true>(cp, n, ptrs, sh),
+            (32, _, false) => nib3::decode::<4, 2, false>(cp, n, ptrs, sh),
+            (_, 16, true) => nib3::decode::<8, 2, true>(cp, n, ptrs, sh),
+            (_, 16, false) => nib3::decode::<8, 2, false>(cp, n, ptrs, sh),
+            (_, _, true) => nib3::decode::<8, 4, true>(cp, n, ptrs, sh),
+            (_, _, false) => nib3::decode::<8, 4, false>(cp, n, ptrs, sh),
+        }
+    }
+}
+
 /// Coordinates of one chunk of 3-D Morton codes by [`nib3::decode`] on the AVX2 kernel,
 /// the tail on the generic loop, where [`morton3_avx2_decodes`]. Returns the OR of the
 /// codes.
@@ -3526,31 +3608,15 @@ fn morton3_avx2_decode<U: Word, O: Word>(
             ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
         }
     };
-    let cp: *const u8 = codes.as_ptr().cast();
     // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
     // kernel's pairs (checked above); lengths asserted above.
-    let (done, a) = unsafe {
-        match (U::BITS, O::BITS, rows) {
-            (16, _, true) if nbits <= 3 => nib3::decode16::<3, true>(cp, n, ptrs, sh),
-            (16, _, false) if nbits <= 3 => nib3::decode16::<3, false>(cp, n, ptrs, sh),
-            (16, _, true) => nib3::decode16::<4, true>(cp, n, ptrs, sh),
-            (16, _, false) => nib3::decode16::<4, false>(cp, n, ptrs, sh),
-            (32, 8, true) => nib3::decode::<4, 1, true>(cp, n, ptrs, sh),
-            (32, 8, false) => nib3::decode::<4, 1, false>(cp, n, ptrs, sh),
-            (32, _, true) => nib3::decode::<4, 2, true>(cp, n, ptrs, sh),
-            (32, _, false) => nib3::decode::<4, 2, false>(cp, n, ptrs, sh),
-            (_, 16, true) => nib3::decode::<8, 2, true>(cp, n, ptrs, sh),
-            (_, 16, false) => nib3::decode::<8, 2, false>(cp, n, ptrs, sh),
-            (_, _, true) => nib3::decode::<8, 4, true>(cp, n, ptrs, sh),
-            (_, _, false) => nib3::decode::<8, 4, false>(cp, n, ptrs, sh),
-        }
-    };
+    let (done, a) = unsafe { nib3_decode_prefix::<U, O>(codes, nbits, ptrs, rows, sh) };
     let rest = match dst {
         Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, false);
+    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, Deint::Generic);
     tail.or(U::from_u64(a))
 }
 
@@ -3901,7 +3967,7 @@ fn morton2_avx512_decode<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, false);
+    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
     tail.or(U::from_u64(a))
 }
 
@@ -4293,7 +4359,7 @@ pub fn decode_into<T: Coord, O: Word>(
             let acc = unsafe { perm9::decode(part, &mut o, t) };
             return Ok(acc.to_u64() & !limit != 0);
         }
-        let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, fast9(k));
+        let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, Deint::of(k));
         Ok(acc.to_u64() & !limit != 0)
     };
     let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
