@@ -47,7 +47,8 @@
 //!   coordinate byte ([`nib2::cols8`], [`nib2::rows8`], [`nib2::dec8`]); 3-D `uint16`
 //!   codes into `uint8` look up the nibbles of the packed low and high code bytes
 //!   ([`nib3::decode16`]). 3-D Hilbert decoding starts with the same de-interleave
-//!   ([`nib3_decode_prefix`]) into the lanes Skilling's steps run in.
+//!   ([`nib3_decode_prefix`]) into the lanes Skilling's steps run in, and 3-D Hilbert
+//!   encoding ends with the interleave ([`nib3_encode_prefix`]).
 //! * With AVX-512 VBMI and GFNI, 2-D Morton codes twice as wide as the coordinates pair
 //!   the coordinate bytes into 16-bit lanes by `vpermb` and interleave their bits by bit
 //!   selects and one GF(2) affine step per byte ([`m2z`]); decoding runs the inverse.
@@ -786,6 +787,7 @@ fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
     src: Src<'_, U>,
     out: &mut [O],
     nbits: u32,
+    step: MortonStep,
 ) -> U {
     let mut acc = U::default();
     let mut xb = [L::default(); BLOCK];
@@ -813,21 +815,39 @@ fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
             }
         }
         h3_skilling_enc::<L, S, T>(x, y, z, nbits);
-        map3(Src::Cols([&*x, &*y, &*z]), ob, M3E(2, 1, 0));
+        // Skilling's transposed index has coordinate 0 most significant.
+        #[cfg(target_arch = "x86_64")]
+        let done = match step {
+            MortonStep::Nib if nib3_encodes::<L, O>() => {
+                let ptrs = [x.as_ptr(), y.as_ptr(), z.as_ptr()].map(|p| p as *const u8);
+                let o: *mut u8 = ob.as_mut_ptr().cast();
+                // SAFETY: `Nib` means AVX2; `nib3_encodes` checked the types; each column
+                // holds `n` values and `ob` `n` codes.
+                unsafe { nib3_encode_prefix::<L, O>(ptrs, false, n, o, [2, 1, 0]).0 }
+            }
+            _ => 0,
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let done = {
+            let _ = step;
+            0
+        };
+        let cols = Src::Cols([&x[done..], &y[done..], &z[done..]]);
+        map3(cols, &mut ob[done..], M3E(2, 1, 0));
     }
     acc
 }
 
 /// Coordinates of one chunk of 3-D Hilbert indices by [`h3_skilling`] in lanes of `L`
 /// (which must hold `nbits` bits), the Morton de-interleave in lanes of `W` (which must
-/// hold the code) or by the SIMD kernel of `deint` where it takes these
+/// hold the code) or by the SIMD kernel of `step` where it takes these
 /// types. Returns the OR of the codes.
 #[inline(always)]
 fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
     codes: &[U],
     dst: &mut Dst<'_, O>,
     nbits: u32,
-    deint: Deint,
+    step: MortonStep,
 ) -> U {
     let mut acc = U::default();
     let mut xb = [L::default(); BLOCK];
@@ -839,15 +859,15 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
         let mut cols = Dst::Cols([x, y, z]);
         // Skilling's transposed index has coordinate 0 most significant.
         #[cfg(target_arch = "x86_64")]
-        let done = match deint {
-            Deint::Vbmi if morton3_dec_fits::<U, L>(nbits, false) => {
+        let done = match step {
+            MortonStep::Vbmi if morton3_dec_fits::<U, L>(nbits, false) => {
                 // SAFETY: `Vbmi` means AVX-512 F/BW and VBMI; `morton3_dec_fits` checked
                 // the types.
                 let (d, a) = unsafe { morton3_dec_prefix(cb, 0, &mut cols, [2, 1, 0], nbits) };
                 acc = acc.or(U::from_u64(a));
                 d
             }
-            Deint::Nib if morton3_avx2_decodes::<U, L>(Kernel::Avx2) => {
+            MortonStep::Nib if morton3_avx2_decodes::<U, L>(Kernel::Avx2) => {
                 let Dst::Cols(c) = &mut cols else {
                     unreachable!()
                 };
@@ -863,7 +883,7 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
         };
         #[cfg(not(target_arch = "x86_64"))]
         let done = {
-            let _ = deint;
+            let _ = step;
             0
         };
         for &c in &cb[done..] {
@@ -913,8 +933,9 @@ fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, 
     acc
 }
 
-/// Codes of one chunk; returns the OR of every input value. `#[inline(always)]` so each
-/// SIMD copy below compiles it anew.
+/// Codes of one chunk; returns the OR of every input value. `step`: the 3-D Hilbert
+/// encoder's interleave kernel. `#[inline(always)]` so each SIMD copy below compiles it
+/// anew.
 #[inline(always)]
 fn encode_chunk<U: Word, O: Word>(
     curve: Curve,
@@ -922,13 +943,18 @@ fn encode_chunk<U: Word, O: Word>(
     nbits: u32,
     src: Src<'_, U>,
     out: &mut [O],
+    step: MortonStep,
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => map2(src, out, H2E(nbits)),
         // Skilling's steps as in decoding.
-        (Curve::Hilbert, _) if nbits <= 8 => h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits),
-        (Curve::Hilbert, _) if nbits <= 16 => h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits),
-        (Curve::Hilbert, _) => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits),
+        (Curve::Hilbert, _) if nbits <= 8 => {
+            h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits, step)
+        }
+        (Curve::Hilbert, _) if nbits <= 16 => {
+            h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits, step)
+        }
+        (Curve::Hilbert, _) => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             map2(src, out, M2E(s0, s1))
@@ -940,33 +966,34 @@ fn encode_chunk<U: Word, O: Word>(
     }
 }
 
-/// The kernel the 3-D Hilbert decoder de-interleaves its transposed index with (a Morton
-/// decode, coordinate 0 most significant) where the types fit, before the generic loop.
+/// The kernel the 3-D Hilbert encoder interleaves (decoder de-interleaves) its transposed
+/// index with (a Morton code, coordinate 0 most significant) where the types fit, before
+/// the generic loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Deint {
+enum MortonStep {
     /// The generic loop only.
     Generic,
-    /// The AVX-512 VBMI/GFNI kernels ([`morton3_dec_prefix`]).
+    /// The AVX-512 VBMI/GFNI kernels ([`morton3_dec_prefix`]; decoding only).
     Vbmi,
-    /// The AVX2 nibble-table kernels ([`nib3_decode_prefix`]).
+    /// The AVX2 nibble-table kernels ([`nib3_encode_prefix`], [`nib3_decode_prefix`]).
     Nib,
 }
 
-impl Deint {
-    /// The de-interleave for kernel `k`.
+impl MortonStep {
+    /// The (de-)interleave for kernel `k`.
     fn of(k: Kernel) -> Self {
         if fast9(k) {
-            Deint::Vbmi
+            MortonStep::Vbmi
         } else if k == Kernel::Avx2 {
-            Deint::Nib
+            MortonStep::Nib
         } else {
-            Deint::Generic
+            MortonStep::Generic
         }
     }
 }
 
-/// Coordinates of one chunk of codes; returns the OR of the codes. `deint`: the 3-D
-/// Hilbert decoder's de-interleave kernel.
+/// Coordinates of one chunk of codes; returns the OR of the codes. `step`: the 3-D Hilbert
+/// decoder's de-interleave kernel.
 #[inline(always)]
 fn decode_chunk<U: Word, O: Word>(
     curve: Curve,
@@ -974,26 +1001,26 @@ fn decode_chunk<U: Word, O: Word>(
     nbits: u32,
     codes: &[U],
     mut dst: Dst<'_, O>,
-    deint: Deint,
+    step: MortonStep,
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => put2(codes, &mut dst, H2D(nbits)),
         // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
         // below in narrower ones), the Morton de-interleave in lanes that hold the code.
         (Curve::Hilbert, _) if nbits <= 5 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, deint)
+            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, step)
         }
         (Curve::Hilbert, _) if nbits <= 8 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, deint)
+            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, step)
         }
         (Curve::Hilbert, _) if nbits <= 10 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, deint)
+            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, step)
         }
         (Curve::Hilbert, _) if nbits <= 16 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, deint)
+            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, step)
         }
         (Curve::Hilbert, _) => {
-            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, deint)
+            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step)
         }
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
@@ -1048,7 +1075,7 @@ mod perm9 {
             for (i, cb) in codes.chunks(BLOCK).enumerate() {
                 let r = i * BLOCK..(i + 1) * BLOCK;
                 let dst = Dst::Cols([&mut a[r.clone()], &mut b[r.clone()], &mut c[r]]);
-                decode_chunk::<u16, u8>(curve, 3, nbits, cb, dst, Deint::Generic);
+                decode_chunk::<u16, u8>(curve, 3, nbits, cb, dst, super::MortonStep::Generic);
             }
             t
         })
@@ -2153,9 +2180,9 @@ macro_rules! multiversion {
 }
 
 multiversion!(encode_chunk_k, encode_chunk,
-    (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O]));
+    (curve: Curve, d: usize, nbits: u32, src: Src<'_, U>, out: &mut [O], step: MortonStep));
 multiversion!(decode_chunk_k, decode_chunk,
-    (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, deint: Deint));
+    (curve: Curve, d: usize, nbits: u32, codes: &[U], dst: Dst<'_, O>, step: MortonStep));
 
 /// 3-D Morton codes of one chunk by the AVX-512 VBMI kernels of [`rows3`], the tail on
 /// kernel `k`: `uint8` coordinates of at most 6 bits into `uint16` (at most 5 bits) or
@@ -2217,7 +2244,15 @@ fn morton3_lut_encode<U: Word, O: Word>(
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..]);
+    let tail = encode_chunk_k::<U, O>(
+        k,
+        curve,
+        3,
+        nbits,
+        rest,
+        &mut out[done..],
+        MortonStep::Generic,
+    );
     Some(tail.or(U::from_u64(a)))
 }
 
@@ -2320,7 +2355,15 @@ fn morton3_lut_decode<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, Deint::Generic);
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        3,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -2865,7 +2908,15 @@ fn encode2_avx2<U: Word, O: Word>(
         Src::Rows(s) => Src::Rows(&s[2 * done..]),
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
     };
-    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    let tail = encode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        rest,
+        &mut out[done..],
+        MortonStep::Generic,
+    );
     Some(tail.or(U::from_u64(a)))
 }
 
@@ -2907,7 +2958,15 @@ fn morton2_same8<U: Word, O: Word>(
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
     };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    let tail = encode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        rest,
+        &mut out[done..],
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -2948,7 +3007,15 @@ fn morton2_dec8<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -3062,7 +3129,15 @@ fn decode2_avx2<U: Word, O: Word>(
         Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -3480,6 +3555,47 @@ mod nib3 {
     }
 }
 
+/// Whether [`nib3::encode`] takes coordinates of type `U` into codes of type `O`.
+#[cfg(target_arch = "x86_64")]
+fn nib3_encodes<U: Word, O: Word>() -> bool {
+    matches!(
+        (U::BITS, O::BITS),
+        (8, 16) | (8, 32) | (16, 32) | (16, 64) | (32, 64)
+    )
+}
+
+/// The 3-D Morton codes of the leading of `n` points (columns `ptrs`, or rows at
+/// `ptrs[0]` where `rows`) by [`nib3::encode`] into `o`, coordinate `i` on the bits at
+/// `3 * j + sh[i]`. Returns the points done and the OR of their coordinates.
+///
+/// # Safety
+/// AVX2; [`nib3_encodes`] for `(U, O)`; each column readable for `n` values of `U` (rows:
+/// `3 * n` at `ptrs[0]`), `o` writable for `n` values of `O`.
+#[cfg(target_arch = "x86_64")]
+unsafe fn nib3_encode_prefix<U: Word, O: Word>(
+    ptrs: [*const u8; 3],
+    rows: bool,
+    n: usize,
+    o: *mut u8,
+    sh: [u32; 3],
+) -> (usize, u64) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        match (U::BITS, O::BITS, rows) {
+            (8, 16, true) => nib3::encode::<1, 2, true>(ptrs, n, o, sh),
+            (8, 16, false) => nib3::encode::<1, 2, false>(ptrs, n, o, sh),
+            (8, _, true) => nib3::encode::<1, 4, true>(ptrs, n, o, sh),
+            (8, _, false) => nib3::encode::<1, 4, false>(ptrs, n, o, sh),
+            (16, 32, true) => nib3::encode::<2, 4, true>(ptrs, n, o, sh),
+            (16, 32, false) => nib3::encode::<2, 4, false>(ptrs, n, o, sh),
+            (16, _, true) => nib3::encode::<2, 8, true>(ptrs, n, o, sh),
+            (16, _, false) => nib3::encode::<2, 8, false>(ptrs, n, o, sh),
+            (_, _, true) => nib3::encode::<4, 8, true>(ptrs, n, o, sh),
+            (_, _, false) => nib3::encode::<4, 8, false>(ptrs, n, o, sh),
+        }
+    }
+}
+
 /// 3-D Morton codes of one chunk by [`nib3::encode`] on the AVX2 kernel, the tail on the
 /// generic loop: `uint8` coordinates into `uint16`/`uint32`, `uint16` into
 /// `uint32`/`uint64`, `uint32` into `uint64`. `None` for other kernels and widths.
@@ -3492,11 +3608,7 @@ fn morton3_avx2_encode<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    let fits = matches!(
-        (U::BITS, O::BITS),
-        (8, 16) | (8, 32) | (16, 32) | (16, 64) | (32, 64)
-    );
-    if k != Kernel::Avx2 || !fits {
+    if k != Kernel::Avx2 || !nib3_encodes::<U, O>() {
         return None;
     }
     let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
@@ -3514,26 +3626,21 @@ fn morton3_avx2_encode<U: Word, O: Word>(
     let o: *mut u8 = out.as_mut_ptr().cast();
     // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
     // kernel's pairs (checked above); lengths asserted above.
-    let (done, a) = unsafe {
-        match (U::BITS, O::BITS, rows) {
-            (8, 16, true) => nib3::encode::<1, 2, true>(ptrs, n, o, sh),
-            (8, 16, false) => nib3::encode::<1, 2, false>(ptrs, n, o, sh),
-            (8, _, true) => nib3::encode::<1, 4, true>(ptrs, n, o, sh),
-            (8, _, false) => nib3::encode::<1, 4, false>(ptrs, n, o, sh),
-            (16, 32, true) => nib3::encode::<2, 4, true>(ptrs, n, o, sh),
-            (16, 32, false) => nib3::encode::<2, 4, false>(ptrs, n, o, sh),
-            (16, _, true) => nib3::encode::<2, 8, true>(ptrs, n, o, sh),
-            (16, _, false) => nib3::encode::<2, 8, false>(ptrs, n, o, sh),
-            (_, _, true) => nib3::encode::<4, 8, true>(ptrs, n, o, sh),
-            (_, _, false) => nib3::encode::<4, 8, false>(ptrs, n, o, sh),
-        }
-    };
+    let (done, a) = unsafe { nib3_encode_prefix::<U, O>(ptrs, rows, n, o, sh) };
     let rest = match src {
         Src::Rows(s) => Src::Rows(&s[3 * done..]),
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(k, curve, 3, nbits, rest, &mut out[done..]);
+    let tail = encode_chunk_k::<U, O>(
+        k,
+        curve,
+        3,
+        nbits,
+        rest,
+        &mut out[done..],
+        MortonStep::Generic,
+    );
     Some(tail.or(U::from_u64(a)))
 }
 
@@ -3616,7 +3723,15 @@ fn morton3_avx2_decode<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 3, nbits, &codes[done..], rest, Deint::Generic);
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        3,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -3922,7 +4037,15 @@ fn morton2_avx512_encode<U: Word, O: Word>(
         Src::Rows(s) => Src::Rows(&s[2 * done..]),
         Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
     };
-    let tail = encode_chunk_k::<U, O>(k, curve, 2, nbits, rest, &mut out[done..]);
+    let tail = encode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        rest,
+        &mut out[done..],
+        MortonStep::Generic,
+    );
     Some(tail.or(U::from_u64(a)))
 }
 
@@ -3967,7 +4090,15 @@ fn morton2_avx512_decode<U: Word, O: Word>(
         Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
     };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(k, curve, 2, nbits, &codes[done..], rest, Deint::Generic);
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
     tail.or(U::from_u64(a))
 }
 
@@ -4147,7 +4278,7 @@ pub fn encode_into<T: Coord, O: Word>(
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
-        let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o);
+        let acc = encode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, MortonStep::of(k));
         Ok(acc.to_u64() & !limit != 0)
     };
     let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
@@ -4359,7 +4490,7 @@ pub fn decode_into<T: Coord, O: Word>(
             let acc = unsafe { perm9::decode(part, &mut o, t) };
             return Ok(acc.to_u64() & !limit != 0);
         }
-        let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, Deint::of(k));
+        let acc = decode_chunk_k::<T::Unsigned, O>(k, curve, d, nbits, part, o, MortonStep::of(k));
         Ok(acc.to_u64() & !limit != 0)
     };
     let mut bad = if n >= crate::PARALLEL_THRESHOLD && !serial {
