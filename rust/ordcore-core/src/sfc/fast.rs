@@ -670,6 +670,8 @@ fn h3_skilling_hi<L: Word>(
             *h = ((w >> 13) as u8 & 0xf8) | tag;
         }
     }
+    // Levels 1-7 as `sk_levels_in::<u16, u8, true>` runs them, but on low bytes the split
+    // above already wrote (no copy pass, no per-block zeroed buffer).
     let [bx, by, bz] = low;
     sk_levels(&mut bx[..n], &mut by[..n], &mut bz[..n], 1, 8);
     for (l, b) in lo.iter_mut().zip(low.iter()) {
