@@ -27,6 +27,14 @@ pub trait Real:
     const ZERO: Self;
     const ONE: Self;
     fn from_f64(v: f64) -> Self;
+    /// Whether the sign bit is set (`-1.0` in a sign vector).
+    fn is_sign_negative(self) -> bool;
+    /// One lane mask of [`lane_masks`]: the signs of [`Self::MASK_LANES`] elements.
+    type LaneMask: Copy + Send + Sync + std::fmt::Debug + 'static;
+    /// Elements per lane mask: one AVX2 vector (32 bytes) of them.
+    const MASK_LANES: usize = 32 / std::mem::size_of::<Self>();
+    /// The lane mask with bits `bits` (below `1 << MASK_LANES`).
+    fn lane_mask(bits: u32) -> Self::LaneMask;
     /// The mixing matrix of `base`: forward (`x @ H`) or inverse (`y @ H^T`).
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self];
     /// [`pow2_rows`] by the type's hand-blocked kernel for `lvl` (AVX-512 or AVX2); false
@@ -37,7 +45,7 @@ pub trait Real:
         _src: Option<&[Self]>,
         _x: &mut [Self],
         _g: usize,
-        _signs: Option<&[Self]>,
+        _signs: Option<Signs<'_, Self>>,
         _s: Self,
     ) -> bool {
         false
@@ -49,6 +57,14 @@ impl Real for f32 {
     const ONE: Self = 1.0;
     fn from_f64(v: f64) -> Self {
         v as f32
+    }
+    fn is_sign_negative(self) -> bool {
+        f32::is_sign_negative(self)
+    }
+    // 32 bits, so the AVX2 kernel broadcasts a mask straight from memory.
+    type LaneMask = u32;
+    fn lane_mask(bits: u32) -> u32 {
+        bits
     }
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self] {
         if inverse {
@@ -63,7 +79,7 @@ impl Real for f32 {
         src: Option<&[f32]>,
         x: &mut [f32],
         g: usize,
-        signs: Option<&[f32]>,
+        signs: Option<Signs<'_, f32>>,
         s: f32,
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -92,6 +108,13 @@ impl Real for f64 {
     fn from_f64(v: f64) -> Self {
         v
     }
+    fn is_sign_negative(self) -> bool {
+        f64::is_sign_negative(self)
+    }
+    type LaneMask = u8;
+    fn lane_mask(bits: u32) -> u8 {
+        bits as u8
+    }
     fn mix(base: &BaseMatrix, inverse: bool) -> &[Self] {
         if inverse {
             &base.inv_f64
@@ -105,7 +128,7 @@ impl Real for f64 {
         src: Option<&[f64]>,
         x: &mut [f64],
         g: usize,
-        signs: Option<&[f64]>,
+        signs: Option<Signs<'_, f64>>,
         s: f64,
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -126,6 +149,40 @@ impl Real for f64 {
             false
         }
     }
+}
+
+/// The sign flips of [`pow2_rows`]: `vals` (`+1.0` / `-1.0`, one per element) and,
+/// optionally, the same signs as lane masks (`masks`, from [`lane_masks`]), which the AVX2
+/// kernels read instead of `vals` once `vals` outgrows the L1 cache (for a row of 32768
+/// float64 signs: 8 KiB of masks in place of 256 KiB streamed with every row).
+#[derive(Clone, Copy, Debug)]
+pub struct Signs<'a, T: Real> {
+    /// The signs as floats.
+    pub vals: &'a [T],
+    /// `lane_masks(vals)`, or `None`.
+    pub masks: Option<&'a [T::LaneMask]>,
+}
+
+impl<'a, T: Real> Signs<'a, T> {
+    /// Signs given as floats only.
+    pub fn vals(vals: &'a [T]) -> Self {
+        Signs { vals, masks: None }
+    }
+}
+
+/// `vals` as lane masks: mask `v` holds the signs of elements `v * L .. v * L + L`
+/// (`L` = [`Real::MASK_LANES`], the last mask padded with `+1`), bit `l` set where element
+/// `v * L + l` is negative.
+pub fn lane_masks<T: Real>(vals: &[T]) -> Vec<T::LaneMask> {
+    vals.chunks(T::MASK_LANES)
+        .map(|c| {
+            let bits = c
+                .iter()
+                .enumerate()
+                .fold(0u32, |m, (l, v)| m | u32::from(v.is_sign_negative()) << l);
+            T::lane_mask(bits)
+        })
+        .collect()
 }
 
 /// The SIMD paths, ordered from the most portable.
@@ -426,22 +483,27 @@ fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: O
 }
 
 /// Sylvester-order FWHT of every length-`g` group (a power of two) of `x`, of the input
-/// `(src or x) * signs * s` (signs periodic, see [`pow2_rows_generic`]), on the SIMD path
-/// `lvl` (at most [`level`]). Every path does the same additions in the same order, so the
-/// results are identical bit for bit. One dispatch per batch of rows.
+/// `(src or x) * signs * s` (signs periodic, see [`pow2_rows_generic`]; `signs.masks`,
+/// when given, must be `lane_masks(signs.vals)`), on the SIMD path `lvl` (at most [`level`]).
+/// Every path does the same additions in the same order, and a sign flip is exact however
+/// it is applied, so the results are identical bit for bit. One dispatch per batch of rows.
 #[inline]
 pub fn pow2_rows_at<T: Real>(
     lvl: Level,
     src: Option<&[T]>,
     x: &mut [T],
     g: usize,
-    signs: Option<&[T]>,
+    signs: Option<Signs<'_, T>>,
     s: T,
 ) {
     assert!(g.is_power_of_two() && x.len().is_multiple_of(g));
     assert!(src.is_none_or(|v| v.len() == x.len()));
     assert!(signs.is_none_or(|v| {
-        !v.is_empty() && v.len().is_multiple_of(g) && x.len().is_multiple_of(v.len())
+        !v.vals.is_empty()
+            && v.vals.len().is_multiple_of(g)
+            && x.len().is_multiple_of(v.vals.len())
+            && v.masks
+                .is_none_or(|m| m.len() == v.vals.len().div_ceil(T::MASK_LANES))
     }));
     assert!(lvl <= level());
     #[cfg(target_arch = "x86_64")]
@@ -456,15 +518,21 @@ pub fn pow2_rows_at<T: Real>(
         if lvl != Level::Portable {
             // SAFETY: lvl <= level(), which picks a path only when the CPU supports it, and
             // AVX-512 implies AVX2 + FMA (level() checks all four).
-            return unsafe { avx2(src, x, g, signs, s) };
+            return unsafe { avx2(src, x, g, signs.map(|v| v.vals), s) };
         }
     }
-    pow2_rows_generic(src, x, g, signs, s)
+    pow2_rows_generic(src, x, g, signs.map(|v| v.vals), s)
 }
 
 /// [`pow2_rows_at`] on the SIMD path in use.
 #[inline]
-pub fn pow2_rows<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+pub fn pow2_rows<T: Real>(
+    src: Option<&[T]>,
+    x: &mut [T],
+    g: usize,
+    signs: Option<Signs<'_, T>>,
+    s: T,
+) {
     pow2_rows_at(level(), src, x, g, signs, s)
 }
 
@@ -478,6 +546,13 @@ dispatched!(
     /// `x[i] *= s`.
     scale, scale_generic, (x: &mut [T], s: T));
 
+/// Its tokens where the path reads lane masks (`yes`), nothing where it does not (`no`).
+#[cfg(target_arch = "x86_64")]
+macro_rules! with_masks {
+    (yes, $($t:tt)*) => { $($t)* };
+    (no, $($t:tt)*) => {};
+}
+
 /// The hand-blocked power-of-two transforms, one template for AVX-512 and AVX2, float32
 /// and float64.
 ///
@@ -489,12 +564,15 @@ dispatched!(
 /// on cache-resident data. Stage `h` of lane `l` inside a vector is
 /// `fma(v[l], -1 or +1, v[l ^ h])` (exactly `v[l ^ h] -/+ v[l]`); between vectors `a + b`
 /// and `fnmadd(b, 1, a)` (exactly `a - b`, on the FMA ports so the adds run on twice the
-/// ports). Same additions in the same order as the generic loops.
+/// ports). Same additions in the same order as the generic loops. The sign flips come from
+/// the float signs (`Vals`) or, on paths built with `masks = yes` (AVX2) and rows whose float
+/// signs take `MASKS_FROM` bytes or more, from one lane mask per vector (`Masks`, see
+/// [`lane_masks`]): flipping a sign bit is exact, so both give the same bits.
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_kernel {
     (
         $name:ident, $t:ty, $v:ty, log_lanes = $lg:expr, feat = $feat:literal, nv = $nv:expr,
-        max_radix = $mr:expr,
+        max_radix = $mr:expr, masks = $masks:ident,
         load = $load:ident, store = $store:ident, set1 = $set1:ident, zero = $zero:ident,
         add = $add:ident, mul = $mul:ident, fmadd = $fmadd:ident, fnmadd = $fnmadd:ident,
         { $($items:item)* }
@@ -556,11 +634,68 @@ macro_rules! simd_kernel {
                 }
             }
 
+            /// Where the sign flips of a register block come from.
+            trait Src: Copy {
+                /// The signs `k` elements further on (`k` a multiple of LANES).
+                ///
+                /// # Safety
+                /// The result stays inside the signs.
+                unsafe fn add(self, k: usize) -> Self;
+                /// `a` times the signs of the LANES elements here.
+                ///
+                /// # Safety
+                /// LANES signs are readable here.
+                unsafe fn apply(self, a: V) -> V;
+            }
+
+            /// Signs as floats, one per element.
+            #[derive(Clone, Copy)]
+            struct Vals(*const T);
+
+            impl Src for Vals {
+                #[inline(always)]
+                unsafe fn add(self, k: usize) -> Self {
+                    // SAFETY: as the trait says.
+                    Vals(unsafe { self.0.add(k) })
+                }
+                #[inline(always)]
+                unsafe fn apply(self, a: V) -> V {
+                    // SAFETY: as the trait says.
+                    unsafe { $mul(a, $load(self.0)) }
+                }
+            }
+
+            with_masks!($masks,
+                /// Signs as lane masks ([`super::super::lane_masks`]), one per vector.
+                #[derive(Clone, Copy)]
+                struct Masks(*const <T as super::super::Real>::LaneMask);
+
+                const _: () = assert!(LANES == <T as super::super::Real>::MASK_LANES);
+
+                /// Rows whose float signs take this many bytes or more read the masks
+                /// instead (half the L1 data cache of the CPUs measured; below it the
+                /// floats stay in L1 and cost less than the mask arithmetic).
+                const MASKS_FROM: usize = 16 << 10;
+
+                impl Src for Masks {
+                    #[inline(always)]
+                    unsafe fn add(self, k: usize) -> Self {
+                        // SAFETY: as the trait says.
+                        Masks(unsafe { self.0.add(k / LANES) })
+                    }
+                    #[inline(always)]
+                    unsafe fn apply(self, a: V) -> V {
+                        // SAFETY: as the trait says.
+                        unsafe { flip(a, *self.0) }
+                    }
+                }
+            );
+
             /// One register block of `C` vectors (a multiple of `m`, at most NV): rows
             /// of `m` vectors (`m` in 1..=NV, a power of two), every stage inside them.
             #[inline(always)]
-            unsafe fn reg_block<const C: usize>(
-                inp: *const T, out: *mut T, sg: Option<*const T>, s: V, c: &[V; 4], m: usize,
+            unsafe fn reg_block<const C: usize, S: Src>(
+                inp: *const T, out: *mut T, sg: Option<S>, s: V, c: &[V; 4], m: usize,
             ) {
                 // SAFETY: the caller guarantees C * LANES elements at each pointer.
                 unsafe {
@@ -574,7 +709,7 @@ macro_rules! simd_kernel {
                         }
                         Some(g) => {
                             for (j, r) in v.iter_mut().enumerate() {
-                                let a = $mul($load(inp.add(j * LANES)), $load(g.add(j * LANES)));
+                                let a = g.add(j * LANES).apply($load(inp.add(j * LANES)));
                                 *r = intra::<LOG_LANES>($mul(a, s), c);
                             }
                         }
@@ -633,13 +768,13 @@ macro_rules! simd_kernel {
             /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
             /// (recursively, depth first), then the top `r` stages in one pass.
             #[inline(always)]
-            unsafe fn big(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+            unsafe fn big<S: Src>(inp: *const T, out: *mut T, n: usize, sg: Option<S>, s: V, c: &[V; 4]) {
                 // SAFETY: the caller guarantees n elements at each pointer.
                 unsafe {
                     if n <= BLOCK {
                         let mut k = 0;
                         while k < n {
-                            reg_block::<NV>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
+                            reg_block::<NV, S>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
                             k += BLOCK;
                         }
                         return;
@@ -661,15 +796,15 @@ macro_rules! simd_kernel {
 
             /// [`big`] as a real function (it recurses).
             #[target_feature(enable = $feat)]
-            unsafe fn big_rec(inp: *const T, out: *mut T, n: usize, sg: Option<*const T>, s: V, c: &[V; 4]) {
+            unsafe fn big_rec<S: Src>(inp: *const T, out: *mut T, n: usize, sg: Option<S>, s: V, c: &[V; 4]) {
                 // SAFETY: as for big.
                 unsafe { big(inp, out, n, sg, s, c) }
             }
 
             /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
             #[inline(always)]
-            unsafe fn tiny<const K: usize>(
-                src: *const T, x: *mut T, len: usize, sg: Option<(*const T, usize)>, s: V,
+            unsafe fn tiny<const K: usize, S: Src>(
+                src: *const T, x: *mut T, len: usize, sg: Option<(S, usize)>, s: V,
                 c: &[V; 4],
             ) -> usize {
                 // SAFETY: the caller guarantees len elements at x and src and that
@@ -690,7 +825,7 @@ macro_rules! simd_kernel {
                             Some(g) => {
                                 for j in 0..cnt {
                                     let a = $load(src.add(e + j * LANES));
-                                    let a = $mul($mul(a, $load(g.add(j * LANES))), s);
+                                    let a = $mul(g.add(j * LANES).apply(a), s);
                                     $store(x.add(e + j * LANES), intra::<K>(a, c));
                                 }
                             }
@@ -701,36 +836,38 @@ macro_rules! simd_kernel {
                 }
             }
 
-            /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; `signs` as in
-            /// `pow2_rows_generic` with `signs.len() % BLOCK == 0` or `== x.len()`.
+            /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; the signs of
+            /// element `e` of `x` are those at `e % per` of `sg` (`per` a multiple of
+            /// BLOCK, or `x.len()`), and `vals` holds the same signs as floats.
             ///
             /// # Safety
-            /// The CPU has AVX-512F/VL, AVX2 and FMA.
+            /// The CPU has the features of this path.
             #[target_feature(enable = $feat)]
-            unsafe fn run(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
+            unsafe fn run<S: Src>(
+                src: Option<&[T]>, x: &mut [T], g: usize, sg: Option<(S, usize)>,
+                vals: Option<&[T]>, s: T,
+            ) {
                 let len = x.len();
                 let c = unsafe { lane_signs() };
                 let sv = $set1(s);
                 let xp = x.as_mut_ptr();
                 let sp = src.map_or(xp as *const T, |v| v.as_ptr());
-                let per = signs.map_or(1, |v| v.len());
-                let sgp = signs.map(|v| v.as_ptr());
-                let at = |e: usize| sgp.map(|p| unsafe { p.add(e % per) });
+                let per = sg.map_or(1, |v| v.1);
+                let at = |e: usize| sg.map(|(p, per)| unsafe { p.add(e % per) });
                 // SAFETY (all blocks below): lengths asserted by pow2_rows_at and the
                 // sign layout guaranteed by `rows`; every access stays inside x, src
                 // and signs.
                 unsafe {
                     if g < LANES {
-                        let sgt = sgp.map(|p| (p, per));
                         let done = match g.trailing_zeros() {
-                            0 => tiny::<0>(sp, xp, len, sgt, sv, &c),
-                            1 => tiny::<1>(sp, xp, len, sgt, sv, &c),
-                            2 => tiny::<2>(sp, xp, len, sgt, sv, &c),
-                            _ => tiny::<3>(sp, xp, len, sgt, sv, &c),
+                            0 => tiny::<0, S>(sp, xp, len, sg, sv, &c),
+                            1 => tiny::<1, S>(sp, xp, len, sg, sv, &c),
+                            2 => tiny::<2, S>(sp, xp, len, sg, sv, &c),
+                            _ => tiny::<3, S>(sp, xp, len, sg, sv, &c),
                         };
                         if done < len {
                             let tail = &mut x[done..];
-                            let sg = signs.map(|v| &v[done % per..done % per + tail.len()]);
+                            let sg = vals.map(|v| &v[done % per..done % per + tail.len()]);
                             super::super::pow2_rows_generic(
                                 src.map(|v| &v[done..]), tail, g, sg, s);
                         }
@@ -738,16 +875,16 @@ macro_rules! simd_kernel {
                         let m = g / LANES;
                         let mut e = 0;
                         while e + BLOCK <= len {
-                            reg_block::<NV>(sp.add(e), xp.add(e), at(e), sv, &c, m);
+                            reg_block::<NV, S>(sp.add(e), xp.add(e), at(e), sv, &c, m);
                             e += BLOCK;
                         }
                         while e < len {
                             let (ip, op, gp) = (sp.add(e), xp.add(e), at(e));
                             match m {
-                                1 => reg_block::<1>(ip, op, gp, sv, &c, m),
-                                2 => reg_block::<2>(ip, op, gp, sv, &c, m),
-                                4 => reg_block::<4>(ip, op, gp, sv, &c, m),
-                                _ => reg_block::<8>(ip, op, gp, sv, &c, m),
+                                1 => reg_block::<1, S>(ip, op, gp, sv, &c, m),
+                                2 => reg_block::<2, S>(ip, op, gp, sv, &c, m),
+                                4 => reg_block::<4, S>(ip, op, gp, sv, &c, m),
+                                _ => reg_block::<8, S>(ip, op, gp, sv, &c, m),
                             }
                             e += g;
                         }
@@ -762,30 +899,43 @@ macro_rules! simd_kernel {
             }
 
             /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
-            /// tiles a short sign period to a block, or runs row by row.
+            /// tiles a short sign period to a block, or runs row by row; reads the
+            /// lane masks where this path can and the float signs outgrow the L1 cache.
             ///
             /// # Safety
-            /// The CPU has AVX-512F/VL, AVX2 and FMA.
+            /// The CPU has the features of this path.
             #[target_feature(enable = $feat)]
             pub(in super::super) unsafe fn rows(
-                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T,
+                src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<super::super::Signs<'_, T>>,
+                s: T,
             ) {
                 let len = x.len();
-                match signs {
-                    Some(sg) if !sg.len().is_multiple_of(BLOCK) && sg.len() != len => {
-                        let p = sg.len();
-                        if BLOCK.is_multiple_of(p) {
-                            let tiled: [T; BLOCK] = std::array::from_fn(|i| sg[i % p]);
-                            unsafe { run(src, x, g, Some(&tiled), s) };
-                        } else {
-                            for (i, row) in x.chunks_exact_mut(p).enumerate() {
-                                let r = src.map(|v| &v[i * p..(i + 1) * p]);
-                                unsafe { run(r, row, g, Some(sg), s) };
-                            }
+                let Some(sg) = signs else {
+                    return unsafe { run::<Vals>(src, x, g, None, None, s) };
+                };
+                let (vals, p) = (sg.vals, sg.vals.len());
+                if !p.is_multiple_of(BLOCK) && p != len {
+                    if BLOCK.is_multiple_of(p) {
+                        let tiled: [T; BLOCK] = std::array::from_fn(|i| vals[i % p]);
+                        let t = (Vals(tiled.as_ptr()), BLOCK);
+                        unsafe { run(src, x, g, Some(t), Some(&tiled), s) };
+                    } else {
+                        for (i, row) in x.chunks_exact_mut(p).enumerate() {
+                            let r = src.map(|v| &v[i * p..(i + 1) * p]);
+                            unsafe { run(r, row, g, Some((Vals(vals.as_ptr()), p)), Some(vals), s) };
                         }
                     }
-                    _ => unsafe { run(src, x, g, signs, s) },
+                    return;
                 }
+                with_masks!($masks,
+                    if let Some(m) = sg.masks {
+                        if p * std::mem::size_of::<T>() >= MASKS_FROM {
+                            let t = (Masks(m.as_ptr()), p);
+                            return unsafe { run(src, x, g, Some(t), Some(vals), s) };
+                        }
+                    }
+                );
+                unsafe { run(src, x, g, Some((Vals(vals.as_ptr()), p)), Some(vals), s) }
             }
         }
     };
@@ -802,6 +952,7 @@ mod avx512 {
         feat = "avx512f,avx512vl,avx2,fma",
         nv = 16,
         max_radix = 4,
+        masks = no,
         load = _mm512_loadu_ps,
         store = _mm512_storeu_ps,
         set1 = _mm512_set1_ps,
@@ -840,6 +991,7 @@ mod avx512 {
         feat = "avx512f,avx512vl,avx2,fma",
         nv = 16,
         max_radix = 4,
+        masks = no,
         load = _mm512_loadu_pd,
         store = _mm512_storeu_pd,
         set1 = _mm512_set1_pd,
@@ -880,6 +1032,7 @@ mod avx2 {
         feat = "avx2,fma",
         nv = 8,
         max_radix = 3,
+        masks = yes,
         load = _mm256_loadu_ps,
         store = _mm256_storeu_ps,
         set1 = _mm256_set1_ps,
@@ -889,6 +1042,20 @@ mod avx2 {
         fmadd = _mm256_fmadd_ps,
         fnmadd = _mm256_fnmadd_ps,
         {
+            /// `a` with lane `l` negated where bit `l` of `b` is set.
+            #[inline(always)]
+            unsafe fn flip(a: V, b: u32) -> V {
+                // SAFETY: register arithmetic only.
+                unsafe {
+                    let m = _mm256_sllv_epi32(
+                        _mm256_set1_epi32(b as i32),
+                        _mm256_setr_epi32(31, 30, 29, 28, 27, 26, 25, 24),
+                    );
+                    let m = _mm256_and_si256(m, _mm256_set1_epi32(i32::MIN));
+                    _mm256_xor_ps(a, _mm256_castsi256_ps(m))
+                }
+            }
+
             /// The first `K` stages inside one vector.
             #[inline(always)]
             unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {
@@ -915,6 +1082,7 @@ mod avx2 {
         feat = "avx2,fma",
         nv = 8,
         max_radix = 3,
+        masks = yes,
         load = _mm256_loadu_pd,
         store = _mm256_storeu_pd,
         set1 = _mm256_set1_pd,
@@ -924,6 +1092,36 @@ mod avx2 {
         fmadd = _mm256_fmadd_pd,
         fnmadd = _mm256_fnmadd_pd,
         {
+            /// `a` with lane `l` negated where bit `l` of `b` is set (bits 4-7 ignored).
+            #[inline(always)]
+            unsafe fn flip(a: V, b: u8) -> V {
+                /// The sign-bit masks of every byte's low 4 bits. Indexed by the whole byte,
+                /// so the index needs no masking (which LLVM turns into byte extracts); only
+                /// the first 16 rows (512 bytes) are read for masks from `lane_masks`.
+                #[repr(C, align(32))]
+                struct Masks([[u64; 4]; 256]);
+                static MASKS: Masks = Masks({
+                    let mut t = [[0u64; 4]; 256];
+                    let mut i = 0;
+                    while i < 256 {
+                        let mut l = 0;
+                        while l < 4 {
+                            if i >> l & 1 == 1 {
+                                t[i][l] = 1 << 63;
+                            }
+                            l += 1;
+                        }
+                        i += 1;
+                    }
+                    t
+                });
+                // SAFETY: the rows are 32-byte aligned.
+                unsafe {
+                    let m = _mm256_load_pd(MASKS.0[b as usize].as_ptr() as *const f64);
+                    _mm256_xor_pd(a, m)
+                }
+            }
+
             /// The first `K` stages inside one vector.
             #[inline(always)]
             unsafe fn intra<const K: usize>(v: V, c: &[V; 4]) -> V {

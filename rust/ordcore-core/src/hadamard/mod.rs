@@ -160,7 +160,7 @@ impl Plan {
         scratch: &mut [T],
         inverse: bool,
     ) {
-        kernel::pow2_rows(src, row, self.p, signs, s);
+        kernel::pow2_rows(src, row, self.p, signs.map(kernel::Signs::vals), s);
         if self.k == 1 {
             return;
         }
@@ -403,6 +403,9 @@ pub struct RandomizedHadamard {
     plan: Plan,
     signs_f32: Vec<f32>,
     signs_f64: Vec<f64>,
+    /// The signs of each block as lane masks ([`kernel::lane_masks`]), for each float type.
+    masks_f32: Vec<u32>,
+    masks_f64: Vec<u8>,
 }
 
 impl RandomizedHadamard {
@@ -437,8 +440,9 @@ impl RandomizedHadamard {
             },
             group,
         )?;
-        // The signs (f64 and f32 copies) plus one row of scratch when rotating.
-        crate::memory::ensure_fits("n", blocks as u128 * n as u128 * 12 + group as u128 * 8)?;
+        // The signs (f64 and f32 copies, and their lane masks: 0.75 bytes an element) plus one
+        // row of scratch when rotating.
+        crate::memory::ensure_fits("n", blocks as u128 * n as u128 * 13 + group as u128 * 8)?;
         let signs_f64: Vec<f64> = (0..blocks as u64)
             .flat_map(|b| {
                 (0..n as u64).map(move |i| {
@@ -450,7 +454,15 @@ impl RandomizedHadamard {
                 })
             })
             .collect();
-        let signs_f32 = signs_f64.iter().map(|&s| s as f32).collect();
+        let signs_f32: Vec<f32> = signs_f64.iter().map(|&s| s as f32).collect();
+        let masks_f32 = signs_f32
+            .chunks_exact(n)
+            .flat_map(kernel::lane_masks)
+            .collect();
+        let masks_f64 = signs_f64
+            .chunks_exact(n)
+            .flat_map(kernel::lane_masks)
+            .collect();
         Ok(RandomizedHadamard {
             n,
             seed,
@@ -459,6 +471,8 @@ impl RandomizedHadamard {
             plan,
             signs_f32,
             signs_f64,
+            masks_f32,
+            masks_f64,
         })
     }
 
@@ -539,17 +553,28 @@ impl RandomizedHadamard {
     /// The rotation of a batch of whole rows when the group is a power of two: one kernel
     /// call per block over the batch, the signs (and the scale) fused into the transform's
     /// first pass; the last sign flip of the inverse is one multiply pass.
-    fn pow2_batch<T: Real>(&self, src: Option<&[T]>, dst: &mut [T], signs: &[T], inverse: bool) {
+    fn pow2_batch<T: Real>(
+        &self,
+        src: Option<&[T]>,
+        dst: &mut [T],
+        signs: &[T],
+        masks: &[T::LaneMask],
+        inverse: bool,
+    ) {
         let (n, g) = (self.n, self.group);
         let scale = self.scale::<T>();
-        let block = |b: usize| &signs[b * n..(b + 1) * n];
+        let nm = n.div_ceil(T::MASK_LANES);
+        let block = |b: usize| kernel::Signs {
+            vals: &signs[b * n..(b + 1) * n],
+            masks: Some(&masks[b * nm..(b + 1) * nm]),
+        };
         if inverse {
             kernel::pow2_rows(src, dst, g, None, scale);
             for b in (0..self.blocks - 1).rev() {
                 kernel::pow2_rows(None, dst, g, Some(block(b + 1)), T::ONE);
             }
             for row in dst.chunks_exact_mut(n) {
-                kernel::mul_assign(row, block(0));
+                kernel::mul_assign(row, block(0).vals);
             }
         } else {
             kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
@@ -559,11 +584,17 @@ impl RandomizedHadamard {
         }
     }
 
-    fn run<T: Real>(&self, rows: &mut [T], signs: &[T], inverse: bool) -> Result<()> {
+    fn run<T: Real>(
+        &self,
+        rows: &mut [T],
+        signs: &[T],
+        masks: &[T::LaneMask],
+        inverse: bool,
+    ) -> Result<()> {
         check_rows("rows", rows.len(), self.n)?;
         if self.plan.k == 1 {
             return for_each_chunk(rows, self.n, |chunk| {
-                self.pow2_batch(None, chunk, signs, inverse)
+                self.pow2_batch(None, chunk, signs, masks, inverse)
             });
         }
         let scale = self.scale::<T>();
@@ -581,12 +612,13 @@ impl RandomizedHadamard {
         src: &[T],
         dst: &mut [T],
         signs: &[T],
+        masks: &[T::LaneMask],
         inverse: bool,
     ) -> Result<()> {
         check_rows_into(src.len(), dst.len(), self.n)?;
         if self.plan.k == 1 {
             return for_each_chunk_pair(src, self.n, dst, self.n, |s, d| {
-                self.pow2_batch(Some(s), d, signs, inverse)
+                self.pow2_batch(Some(s), d, signs, masks, inverse)
             });
         }
         let scale = self.scale::<T>();
@@ -608,35 +640,35 @@ impl RandomizedHadamard {
 
     /// Rotates every length-`n` row of `rows` in place.
     pub fn forward_inplace_f32(&self, rows: &mut [f32]) -> Result<()> {
-        self.run(rows, &self.signs_f32, false)
+        self.run(rows, &self.signs_f32, &self.masks_f32, false)
     }
     /// Undoes [`Self::forward_inplace_f32`] (the transpose rotation).
     pub fn inverse_inplace_f32(&self, rows: &mut [f32]) -> Result<()> {
-        self.run(rows, &self.signs_f32, true)
+        self.run(rows, &self.signs_f32, &self.masks_f32, true)
     }
     /// f64 version of [`Self::forward_inplace_f32`].
     pub fn forward_inplace_f64(&self, rows: &mut [f64]) -> Result<()> {
-        self.run(rows, &self.signs_f64, false)
+        self.run(rows, &self.signs_f64, &self.masks_f64, false)
     }
     /// f64 version of [`Self::inverse_inplace_f32`].
     pub fn inverse_inplace_f64(&self, rows: &mut [f64]) -> Result<()> {
-        self.run(rows, &self.signs_f64, true)
+        self.run(rows, &self.signs_f64, &self.masks_f64, true)
     }
     /// Out-of-place [`Self::forward_inplace_f32`] (`dst.len() == src.len()`).
     pub fn forward_into_f32(&self, src: &[f32], dst: &mut [f32]) -> Result<()> {
-        self.run_into(src, dst, &self.signs_f32, false)
+        self.run_into(src, dst, &self.signs_f32, &self.masks_f32, false)
     }
     /// Out-of-place [`Self::inverse_inplace_f32`].
     pub fn inverse_into_f32(&self, src: &[f32], dst: &mut [f32]) -> Result<()> {
-        self.run_into(src, dst, &self.signs_f32, true)
+        self.run_into(src, dst, &self.signs_f32, &self.masks_f32, true)
     }
     /// Out-of-place [`Self::forward_inplace_f64`].
     pub fn forward_into_f64(&self, src: &[f64], dst: &mut [f64]) -> Result<()> {
-        self.run_into(src, dst, &self.signs_f64, false)
+        self.run_into(src, dst, &self.signs_f64, &self.masks_f64, false)
     }
     /// Out-of-place [`Self::inverse_inplace_f64`].
     pub fn inverse_into_f64(&self, src: &[f64], dst: &mut [f64]) -> Result<()> {
-        self.run_into(src, dst, &self.signs_f64, true)
+        self.run_into(src, dst, &self.signs_f64, &self.masks_f64, true)
     }
 }
 

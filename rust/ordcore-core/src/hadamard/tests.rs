@@ -296,8 +296,19 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
     fn check<T: Real + std::fmt::Debug>(paths: &[Level], conv: fn(f64) -> T) {
         for lg in 0..=17u32 {
             let g = 1usize << lg;
-            // groups per sign period, periods per batch
-            for (per_groups, periods) in [(1usize, 1usize), (1, 3), (3, 2), (5, 1), (1, 37)] {
+            // groups per sign period, periods per batch; the last two give periods long
+            // enough (64 KiB of float32 signs) for the AVX2 kernels to read lane masks,
+            // with every group size, and one not a multiple of a register block
+            let long = (16384 / g).max(1);
+            for (per_groups, periods) in [
+                (1usize, 1usize),
+                (1, 3),
+                (3, 2),
+                (5, 1),
+                (1, 37),
+                (long, 2),
+                (long + 1, 1),
+            ] {
                 let p = g * per_groups;
                 let len = p * periods;
                 if len > 1 << 18 {
@@ -317,7 +328,12 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     })
                     .collect();
                 let s = conv(0.3);
-                for signs in [None, Some(&sg[..])] {
+                let masks = kernel::lane_masks(&sg);
+                let with_masks = kernel::Signs {
+                    vals: &sg[..],
+                    masks: Some(&masks[..]),
+                };
+                for signs in [None, Some(kernel::Signs::vals(&sg)), Some(with_masks)] {
                     let mut want = x.clone();
                     kernel::pow2_rows_at(Level::Portable, None, &mut want, g, signs, s);
                     for &lvl in paths {
@@ -353,7 +369,14 @@ fn portable_rows_equal_dense_with_signs_and_scale() {
             })
             .collect();
         let mut got = x.clone();
-        kernel::pow2_rows_at(Level::Portable, None, &mut got, n, Some(&sg), 0.5);
+        kernel::pow2_rows_at(
+            Level::Portable,
+            None,
+            &mut got,
+            n,
+            Some(kernel::Signs::vals(&sg)),
+            0.5,
+        );
         let sx: Vec<f64> = x
             .iter()
             .enumerate()
