@@ -83,8 +83,9 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
     rng = np.random.default_rng(0)
     print("single-threaded, ns per element: best (median) of interleaved repeats")
     head = (f"{'dtype':>7} {'n':>7} {'rows':>7} | {'memcpy':>6} {'ord in':>6} {'fht in':>6} "
-            f"{'ord out':>7} {'fht out':>7} {'rot in':>6} {'rot out':>7} | {'in o/f':>13} "
-            f"{'out o/f':>7} {'out/memcpy':>13} {'rot in/fht':>10} {'rot out/mc':>10}")
+            f"{'ord out':>7} {'fht out':>7} {'rot in':>6} {'inv in':>6} {'rot out':>7} | "
+            f"{'in o/f':>13} {'out o/f':>7} {'out/memcpy':>13} {'rot in/fht':>10} "
+            f"{'inv in/fht':>10} {'rot out/mc':>10}")
     print(head)
     print("-" * len(head))
     rows_out = []
@@ -109,6 +110,7 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                     "ordcore_out": lambda: hadamard.fwht(x, out=out, normalized=False,
                                                          num_threads=1),
                     "rotation_inplace": lambda: rot.forward(y, out=y, num_threads=1),
+                    "rotation_inverse_inplace": lambda: rot.inverse(y, out=y, num_threads=1),
                     "rotation_out": lambda: rot.forward(x, out=out, num_threads=1),
                 }
                 if fc is not None:
@@ -132,6 +134,8 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                 r["ratio_out_ordcore_over_memcpy_median"] = ratio("ordcore_out", "memcpy", med)
                 r["ratio_rotation_inplace_over_fht_cpu"] = ratio(
                     "rotation_inplace", "fht_cpu_inplace", b)
+                r["ratio_rotation_inverse_inplace_over_fht_cpu"] = ratio(
+                    "rotation_inverse_inplace", "fht_cpu_inplace", b)
                 r["ratio_rotation_out_over_memcpy"] = ratio("rotation_out", "memcpy", b)
                 rows_out.append(r)
 
@@ -143,11 +147,13 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
 
                 print(f"{dt_name:>7} {n:>7} {rows:>7} | {f(b['memcpy'], 6)} "
                       f"{f(b['ordcore_inplace'], 6)} {f(fi, 6)} {f(b['ordcore_out'], 7)} "
-                      f"{f(fo, 7)} {f(b['rotation_inplace'], 6)} {f(b['rotation_out'], 7)} | "
+                      f"{f(fo, 7)} {f(b['rotation_inplace'], 6)} "
+                      f"{f(b['rotation_inverse_inplace'], 6)} {f(b['rotation_out'], 7)} | "
                       f"{pair(r['ratio_inplace_ordcore_over_fht_cpu'], r['ratio_inplace_ordcore_over_fht_cpu_median'])} "
                       f"{f(r['ratio_out_ordcore_over_fht_cpu'], 7, 2)} "
                       f"{pair(r['ratio_out_ordcore_over_memcpy'], r['ratio_out_ordcore_over_memcpy_median'])} "
                       f"{f(r['ratio_rotation_inplace_over_fht_cpu'], 10, 2)} "
+                      f"{f(r['ratio_rotation_inverse_inplace_over_fht_cpu'], 10, 2)} "
                       f"{f(r['ratio_rotation_out_over_memcpy'], 10, 2)}", flush=True)
     print(f"load average after: {load()}")
     return rows_out

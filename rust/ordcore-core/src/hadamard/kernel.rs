@@ -47,6 +47,7 @@ pub trait Real:
         _g: usize,
         _signs: Option<Signs<'_, Self>>,
         _s: Self,
+        _out_signs: Option<Signs<'_, Self>>,
     ) -> bool {
         false
     }
@@ -81,22 +82,23 @@ impl Real for f32 {
         g: usize,
         signs: Option<Signs<'_, f32>>,
         s: f32,
+        out_signs: Option<Signs<'_, f32>>,
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             match lvl {
                 // SAFETY: only called with `lvl <= level()`, i.e. when the CPU has the
                 // features of that path (checked in level()).
-                Level::Avx512 => unsafe { avx512::f32s::rows(src, x, g, signs, s) },
+                Level::Avx512 => unsafe { avx512::f32s::rows(src, x, g, signs, s, out_signs) },
                 // SAFETY: as above.
-                Level::Avx2 => unsafe { avx2::f32s::rows(src, x, g, signs, s) },
+                Level::Avx2 => unsafe { avx2::f32s::rows(src, x, g, signs, s, out_signs) },
                 Level::Portable => return false,
             }
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (lvl, src, x, g, signs, s);
+            let _ = (lvl, src, x, g, signs, s, out_signs);
             false
         }
     }
@@ -130,22 +132,23 @@ impl Real for f64 {
         g: usize,
         signs: Option<Signs<'_, f64>>,
         s: f64,
+        out_signs: Option<Signs<'_, f64>>,
     ) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
             match lvl {
                 // SAFETY: only called with `lvl <= level()`, i.e. when the CPU has the
                 // features of that path (checked in level()).
-                Level::Avx512 => unsafe { avx512::f64s::rows(src, x, g, signs, s) },
+                Level::Avx512 => unsafe { avx512::f64s::rows(src, x, g, signs, s, out_signs) },
                 // SAFETY: as above.
-                Level::Avx2 => unsafe { avx2::f64s::rows(src, x, g, signs, s) },
+                Level::Avx2 => unsafe { avx2::f64s::rows(src, x, g, signs, s, out_signs) },
                 Level::Portable => return false,
             }
             true
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (lvl, src, x, g, signs, s);
+            let _ = (lvl, src, x, g, signs, s, out_signs);
             false
         }
     }
@@ -472,13 +475,25 @@ macro_rules! dispatched {
 /// [`pow2_generic`] on every length-`g` group of `x` (reading the groups of `src` when
 /// given): element `e` of `x` is multiplied by `signs[e % signs.len()]` (`signs.len()` a
 /// multiple of `g`, `x.len()` a multiple of `signs.len()`).
+/// With `out_signs` (as long as `signs` when both are given), element `e` of the result is
+/// then multiplied by `out_signs[e % out_signs.len()]`.
 #[inline(always)]
-fn pow2_rows_generic<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
-    let p = signs.map_or(1, |v| v.len());
+fn pow2_rows_generic<T: Real>(
+    src: Option<&[T]>,
+    x: &mut [T],
+    g: usize,
+    signs: Option<&[T]>,
+    s: T,
+    out_signs: Option<&[T]>,
+) {
+    let p = signs.or(out_signs).map_or(1, |v| v.len());
     for (i, grp) in x.chunks_exact_mut(g).enumerate() {
         let e = i * g;
         let sg = signs.map(|v| &v[e % p..e % p + g]);
         pow2_generic(src.map(|v| &v[e..e + g]), grp, sg, s);
+        if let Some(o) = out_signs {
+            mul_assign_generic(grp, &o[e % p..e % p + g]);
+        }
     }
 }
 
@@ -496,32 +511,63 @@ pub fn pow2_rows_at<T: Real>(
     signs: Option<Signs<'_, T>>,
     s: T,
 ) {
+    pow2_rows_flip_at(lvl, src, x, g, signs, s, None)
+}
+
+/// [`pow2_rows_at`], then element `e` of the result multiplied by the sign
+/// `out_signs[e % period]` (the same period as `signs` when both are given), in the same
+/// pass: `x <- FWHT((src or x) * signs * s) * out_signs`, the last sign flip of an inverse
+/// rotation.
+#[inline]
+pub fn pow2_rows_flip_at<T: Real>(
+    lvl: Level,
+    src: Option<&[T]>,
+    x: &mut [T],
+    g: usize,
+    signs: Option<Signs<'_, T>>,
+    s: T,
+    out_signs: Option<Signs<'_, T>>,
+) {
     assert!(g.is_power_of_two() && x.len().is_multiple_of(g));
     assert!(src.is_none_or(|v| v.len() == x.len()));
-    assert!(signs.is_none_or(|v| {
-        !v.vals.is_empty()
-            && v.vals.len().is_multiple_of(g)
-            && x.len().is_multiple_of(v.vals.len())
-            && v.masks
-                .is_none_or(|m| m.len() == v.vals.len().div_ceil(T::MASK_LANES))
-    }));
+    for sg in [signs, out_signs].into_iter().flatten() {
+        assert!(
+            !sg.vals.is_empty()
+                && sg.vals.len().is_multiple_of(g)
+                && x.len().is_multiple_of(sg.vals.len())
+                && sg
+                    .masks
+                    .is_none_or(|m| m.len() == sg.vals.len().div_ceil(T::MASK_LANES))
+        );
+    }
+    if let (Some(a), Some(b)) = (signs, out_signs) {
+        assert!(a.vals.len() == b.vals.len());
+    }
     assert!(lvl <= level());
+    let (vals, out_vals) = (signs.map(|v| v.vals), out_signs.map(|v| v.vals));
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]
-        fn avx2<T: Real>(src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<&[T]>, s: T) {
-            pow2_rows_generic(src, x, g, signs, s)
+        fn avx2<T: Real>(
+            src: Option<&[T]>,
+            x: &mut [T],
+            g: usize,
+            signs: Option<&[T]>,
+            s: T,
+            out_signs: Option<&[T]>,
+        ) {
+            pow2_rows_generic(src, x, g, signs, s, out_signs)
         }
-        if lvl != Level::Portable && T::rows_simd(lvl, src, x, g, signs, s) {
+        if lvl != Level::Portable && T::rows_simd(lvl, src, x, g, signs, s, out_signs) {
             return;
         }
         if lvl != Level::Portable {
             // SAFETY: lvl <= level(), which picks a path only when the CPU supports it, and
             // AVX-512 implies AVX2 + FMA (level() checks all four).
-            return unsafe { avx2(src, x, g, signs.map(|v| v.vals), s) };
+            return unsafe { avx2(src, x, g, vals, s, out_vals) };
         }
     }
-    pow2_rows_generic(src, x, g, signs.map(|v| v.vals), s)
+    pow2_rows_generic(src, x, g, vals, s, out_vals)
 }
 
 /// [`pow2_rows_at`] on the SIMD path in use.
@@ -534,6 +580,19 @@ pub fn pow2_rows<T: Real>(
     s: T,
 ) {
     pow2_rows_at(level(), src, x, g, signs, s)
+}
+
+/// [`pow2_rows_flip_at`] on the SIMD path in use.
+#[inline]
+pub fn pow2_rows_flip<T: Real>(
+    src: Option<&[T]>,
+    x: &mut [T],
+    g: usize,
+    signs: Option<Signs<'_, T>>,
+    s: T,
+    out_signs: Option<Signs<'_, T>>,
+) {
+    pow2_rows_flip_at(level(), src, x, g, signs, s, out_signs)
 }
 
 dispatched!(
@@ -673,9 +732,12 @@ macro_rules! simd_kernel {
                 const _: () = assert!(LANES == <T as super::super::Real>::MASK_LANES);
 
                 /// Rows whose float signs take this many bytes or more read the masks
-                /// instead (half the L1 data cache of the CPUs measured; below it the
-                /// floats stay in L1 and cost less than the mask arithmetic).
-                const MASKS_FROM: usize = 16 << 10;
+                /// instead (a quarter of a 32 KiB L1 data cache, shared with the data
+                /// row; below it the floats stay in L1 and cost less than the mask
+                /// arithmetic: AMD Zen, float64 n = 256 / 512 / 1024 in place 0.58 / 0.80
+                /// / 0.79-0.83 ns an element with floats, 0.63 / 0.80 / 0.79-0.81 with
+                /// masks; out of place at n = 1024 1.15-1.25 against 0.93-1.01).
+                const MASKS_FROM: usize = 8 << 10;
 
                 impl Src for Masks {
                     #[inline(always)]
@@ -691,11 +753,22 @@ macro_rules! simd_kernel {
                 }
             );
 
+            /// `v` times the output signs `k` elements on from `osg`, if any.
+            #[inline(always)]
+            unsafe fn flipped<S: Src>(osg: Option<S>, k: usize, v: V) -> V {
+                // SAFETY: the caller keeps `k` inside the signs.
+                match osg {
+                    Some(o) => unsafe { o.add(k).apply(v) },
+                    None => v,
+                }
+            }
+
             /// One register block of `C` vectors (a multiple of `m`, at most NV): rows
             /// of `m` vectors (`m` in 1..=NV, a power of two), every stage inside them.
             #[inline(always)]
             unsafe fn reg_block<const C: usize, S: Src>(
-                inp: *const T, out: *mut T, sg: Option<S>, s: V, c: &[V; 4], m: usize,
+                inp: *const T, out: *mut T, sg: Option<S>, osg: Option<S>, s: V, c: &[V; 4],
+                m: usize,
             ) {
                 // SAFETY: the caller guarantees C * LANES elements at each pointer.
                 unsafe {
@@ -716,15 +789,16 @@ macro_rules! simd_kernel {
                     }
                     stages::<C>(&mut v, m);
                     for (j, r) in v.iter().enumerate() {
-                        $store(out.add(j * LANES), *r);
+                        $store(out.add(j * LANES), flipped(osg, j * LANES, *r));
                     }
                 }
             }
 
             /// Stages `h, 2h, ..` (log2 R of them) on every `R * h` block of the
-            /// `n` elements at `x`, R vectors in registers at a time.
+            /// `n` elements at `x`, R vectors in registers at a time; element `e` then
+            /// times the output sign `e` of `osg`, if any.
             #[inline(always)]
-            unsafe fn radix_pass<const R: usize>(x: *mut T, n: usize, h: usize) {
+            unsafe fn radix_pass<const R: usize, S: Src>(x: *mut T, n: usize, h: usize, osg: Option<S>) {
                 // SAFETY: the caller guarantees n elements at x, h a multiple of LANES
                 // and n a multiple of R * h.
                 unsafe {
@@ -739,7 +813,7 @@ macro_rules! simd_kernel {
                             }
                             stages::<R>(&mut v, R);
                             for (i, r) in v.iter().enumerate() {
-                                $store(p.add(i * h), *r);
+                                $store(p.add(i * h), flipped(osg, blk + o + i * h, *r));
                             }
                             o += LANES;
                         }
@@ -766,15 +840,20 @@ macro_rules! simd_kernel {
             }
 
             /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
-            /// (recursively, depth first), then the top `r` stages in one pass.
+            /// (recursively, depth first), then the top `r` stages in one pass, which
+            /// applies the output signs `osg`.
             #[inline(always)]
-            unsafe fn big<S: Src>(inp: *const T, out: *mut T, n: usize, sg: Option<S>, s: V, c: &[V; 4]) {
+            unsafe fn big<S: Src>(
+                inp: *const T, out: *mut T, n: usize, sg: Option<S>, osg: Option<S>, s: V,
+                c: &[V; 4],
+            ) {
                 // SAFETY: the caller guarantees n elements at each pointer.
                 unsafe {
                     if n <= BLOCK {
                         let mut k = 0;
                         while k < n {
-                            reg_block::<NV, S>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), s, c, NV);
+                            let (g, o) = (sg.map(|g| g.add(k)), osg.map(|o| o.add(k)));
+                            reg_block::<NV, S>(inp.add(k), out.add(k), g, o, s, c, NV);
                             k += BLOCK;
                         }
                         return;
@@ -783,50 +862,57 @@ macro_rules! simd_kernel {
                     let sub = n >> r;
                     for i in 0..1usize << r {
                         let k = i * sub;
-                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), s, c);
+                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), None, s, c);
                     }
                     match r {
-                        1 => radix_pass::<2>(out, n, sub),
-                        2 => radix_pass::<4>(out, n, sub),
-                        3 => radix_pass::<8>(out, n, sub),
-                        _ => radix_pass::<16>(out, n, sub),
+                        1 => radix_pass::<2, S>(out, n, sub, osg),
+                        2 => radix_pass::<4, S>(out, n, sub, osg),
+                        3 => radix_pass::<8, S>(out, n, sub, osg),
+                        _ => radix_pass::<16, S>(out, n, sub, osg),
                     }
                 }
             }
 
             /// [`big`] as a real function (it recurses).
             #[target_feature(enable = $feat)]
-            unsafe fn big_rec<S: Src>(inp: *const T, out: *mut T, n: usize, sg: Option<S>, s: V, c: &[V; 4]) {
+            unsafe fn big_rec<S: Src>(
+                inp: *const T, out: *mut T, n: usize, sg: Option<S>, osg: Option<S>, s: V,
+                c: &[V; 4],
+            ) {
                 // SAFETY: as for big.
-                unsafe { big(inp, out, n, sg, s, c) }
+                unsafe { big(inp, out, n, sg, osg, s, c) }
             }
 
             /// Groups of `g < LANES` elements, several to a vector, `K = log2(g)`.
             #[inline(always)]
+            #[allow(clippy::too_many_arguments)]
             unsafe fn tiny<const K: usize, S: Src>(
-                src: *const T, x: *mut T, len: usize, sg: Option<(S, usize)>, s: V,
-                c: &[V; 4],
+                src: *const T, x: *mut T, len: usize, sg: Option<S>, osg: Option<S>, per: usize,
+                s: V, c: &[V; 4],
             ) -> usize {
                 // SAFETY: the caller guarantees len elements at x and src and that
                 // every block of BLOCK signs from e % period on is readable.
                 unsafe {
                     let mut e = 0;
                     while e + LANES <= len {
-                        let g = sg.map(|(p, per)| p.add(e % per));
+                        let g = sg.map(|p| p.add(e % per));
+                        let o = osg.map(|p| p.add(e % per));
                         // Up to NV vectors at once, signs contiguous within a block.
                         let cnt = ((len - e) / LANES).min(NV - (e % BLOCK) / LANES);
                         match g {
                             None => {
                                 for j in 0..cnt {
                                     let a = $mul($load(src.add(e + j * LANES)), s);
-                                    $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                    let r = flipped(o, j * LANES, intra::<K>(a, c));
+                                    $store(x.add(e + j * LANES), r);
                                 }
                             }
                             Some(g) => {
                                 for j in 0..cnt {
                                     let a = $load(src.add(e + j * LANES));
                                     let a = $mul(g.add(j * LANES).apply(a), s);
-                                    $store(x.add(e + j * LANES), intra::<K>(a, c));
+                                    let r = flipped(o, j * LANES, intra::<K>(a, c));
+                                    $store(x.add(e + j * LANES), r);
                                 }
                             }
                         }
@@ -836,69 +922,72 @@ macro_rules! simd_kernel {
                 }
             }
 
-            /// `x <- FWHT((src or x) * signs * s)` per length-`g` group; the signs of
-            /// element `e` of `x` are those at `e % per` of `sg` (`per` a multiple of
-            /// BLOCK, or `x.len()`), and `vals` holds the same signs as floats.
+            /// `x <- FWHT((src or x) * signs * s) * out_signs` per length-`g` group; the
+            /// signs of element `e` of `x` are those at `e % per` of `sg` / `osg` (`per` a
+            /// multiple of BLOCK, or `x.len()`), and `vals` / `out_vals` hold the same
+            /// signs as floats.
             ///
             /// # Safety
             /// The CPU has the features of this path.
             #[target_feature(enable = $feat)]
+            #[allow(clippy::too_many_arguments)]
             unsafe fn run<S: Src>(
-                src: Option<&[T]>, x: &mut [T], g: usize, sg: Option<(S, usize)>,
-                vals: Option<&[T]>, s: T,
+                src: Option<&[T]>, x: &mut [T], g: usize, sg: Option<S>, osg: Option<S>,
+                per: usize, vals: Option<&[T]>, out_vals: Option<&[T]>, s: T,
             ) {
                 let len = x.len();
                 let c = unsafe { lane_signs() };
                 let sv = $set1(s);
                 let xp = x.as_mut_ptr();
                 let sp = src.map_or(xp as *const T, |v| v.as_ptr());
-                let per = sg.map_or(1, |v| v.1);
-                let at = |e: usize| sg.map(|(p, per)| unsafe { p.add(e % per) });
-                // SAFETY (all blocks below): lengths asserted by pow2_rows_at and the
-                // sign layout guaranteed by `rows`; every access stays inside x, src
+                let at = |e: usize, sg: Option<S>| sg.map(|p| unsafe { p.add(e % per) });
+                // SAFETY (all blocks below): lengths asserted by pow2_rows_flip_at and
+                // the sign layout guaranteed by `rows`; every access stays inside x, src
                 // and signs.
                 unsafe {
                     if g < LANES {
                         let done = match g.trailing_zeros() {
-                            0 => tiny::<0, S>(sp, xp, len, sg, sv, &c),
-                            1 => tiny::<1, S>(sp, xp, len, sg, sv, &c),
-                            2 => tiny::<2, S>(sp, xp, len, sg, sv, &c),
-                            _ => tiny::<3, S>(sp, xp, len, sg, sv, &c),
+                            0 => tiny::<0, S>(sp, xp, len, sg, osg, per, sv, &c),
+                            1 => tiny::<1, S>(sp, xp, len, sg, osg, per, sv, &c),
+                            2 => tiny::<2, S>(sp, xp, len, sg, osg, per, sv, &c),
+                            _ => tiny::<3, S>(sp, xp, len, sg, osg, per, sv, &c),
                         };
                         if done < len {
                             let tail = &mut x[done..];
-                            let sg = vals.map(|v| &v[done % per..done % per + tail.len()]);
+                            let r = done % per..done % per + tail.len();
                             super::super::pow2_rows_generic(
-                                src.map(|v| &v[done..]), tail, g, sg, s);
+                                src.map(|v| &v[done..]), tail, g, vals.map(|v| &v[r.clone()]),
+                                s, out_vals.map(|v| &v[r]));
                         }
                     } else if g <= BLOCK {
                         let m = g / LANES;
                         let mut e = 0;
                         while e + BLOCK <= len {
-                            reg_block::<NV, S>(sp.add(e), xp.add(e), at(e), sv, &c, m);
+                            let (gp, op) = (at(e, sg), at(e, osg));
+                            reg_block::<NV, S>(sp.add(e), xp.add(e), gp, op, sv, &c, m);
                             e += BLOCK;
                         }
                         while e < len {
-                            let (ip, op, gp) = (sp.add(e), xp.add(e), at(e));
+                            let (ip, xq, gp, op) = (sp.add(e), xp.add(e), at(e, sg), at(e, osg));
                             match m {
-                                1 => reg_block::<1, S>(ip, op, gp, sv, &c, m),
-                                2 => reg_block::<2, S>(ip, op, gp, sv, &c, m),
-                                4 => reg_block::<4, S>(ip, op, gp, sv, &c, m),
-                                _ => reg_block::<8, S>(ip, op, gp, sv, &c, m),
+                                1 => reg_block::<1, S>(ip, xq, gp, op, sv, &c, m),
+                                2 => reg_block::<2, S>(ip, xq, gp, op, sv, &c, m),
+                                4 => reg_block::<4, S>(ip, xq, gp, op, sv, &c, m),
+                                _ => reg_block::<8, S>(ip, xq, gp, op, sv, &c, m),
                             }
                             e += g;
                         }
                     } else {
                         let mut e = 0;
                         while e < len {
-                            big(sp.add(e), xp.add(e), g, at(e), sv, &c);
+                            big(sp.add(e), xp.add(e), g, at(e, sg), at(e, osg), sv, &c);
                             e += g;
                         }
                     }
                 }
             }
 
-            /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
+            /// [`super::super::pow2_rows_flip_at`] on this path (lengths checked there):
             /// tiles a short sign period to a block, or runs row by row; reads the
             /// lane masks where this path can and the float signs outgrow the L1 cache.
             ///
@@ -907,35 +996,41 @@ macro_rules! simd_kernel {
             #[target_feature(enable = $feat)]
             pub(in super::super) unsafe fn rows(
                 src: Option<&[T]>, x: &mut [T], g: usize, signs: Option<super::super::Signs<'_, T>>,
-                s: T,
+                s: T, out_signs: Option<super::super::Signs<'_, T>>,
             ) {
                 let len = x.len();
-                let Some(sg) = signs else {
-                    return unsafe { run::<Vals>(src, x, g, None, None, s) };
+                let (vals, out_vals) = (signs.map(|v| v.vals), out_signs.map(|v| v.vals));
+                let Some(p) = vals.or(out_vals).map(|v| v.len()) else {
+                    return unsafe { run::<Vals>(src, x, g, None, None, 1, None, None, s) };
                 };
-                let (vals, p) = (sg.vals, sg.vals.len());
+                let ptr = |v: Option<&[T]>| v.map(|v| Vals(v.as_ptr()));
                 if !p.is_multiple_of(BLOCK) && p != len {
                     if BLOCK.is_multiple_of(p) {
-                        let tiled: [T; BLOCK] = std::array::from_fn(|i| vals[i % p]);
-                        let t = (Vals(tiled.as_ptr()), BLOCK);
-                        unsafe { run(src, x, g, Some(t), Some(&tiled), s) };
+                        let tile = |v: &[T]| -> [T; BLOCK] { std::array::from_fn(|i| v[i % p]) };
+                        let (t, ot) = (vals.map(tile), out_vals.map(tile));
+                        let (t, ot) = (t.as_ref().map(|v| &v[..]), ot.as_ref().map(|v| &v[..]));
+                        unsafe { run(src, x, g, ptr(t), ptr(ot), BLOCK, t, ot, s) };
                     } else {
                         for (i, row) in x.chunks_exact_mut(p).enumerate() {
                             let r = src.map(|v| &v[i * p..(i + 1) * p]);
-                            unsafe { run(r, row, g, Some((Vals(vals.as_ptr()), p)), Some(vals), s) };
+                            unsafe {
+                                run(r, row, g, ptr(vals), ptr(out_vals), p, vals, out_vals, s)
+                            };
                         }
                     }
                     return;
                 }
                 with_masks!($masks,
-                    if let Some(m) = sg.masks {
-                        if p * std::mem::size_of::<T>() >= MASKS_FROM {
-                            let t = (Masks(m.as_ptr()), p);
-                            return unsafe { run(src, x, g, Some(t), Some(vals), s) };
-                        }
+                    let big = p * std::mem::size_of::<T>() >= MASKS_FROM;
+                    let (m, om) = (signs.map(|v| v.masks), out_signs.map(|v| v.masks));
+                    // Every sign vector given has its masks.
+                    if big && m.is_none_or(|m| m.is_some()) && om.is_none_or(|m| m.is_some()) {
+                        let (m, om) = (m.flatten(), om.flatten());
+                        let (m, om) = (m.map(|v| Masks(v.as_ptr())), om.map(|v| Masks(v.as_ptr())));
+                        return unsafe { run(src, x, g, m, om, p, vals, out_vals, s) };
                     }
                 );
-                unsafe { run(src, x, g, Some((Vals(vals.as_ptr()), p)), Some(vals), s) }
+                unsafe { run(src, x, g, ptr(vals), ptr(out_vals), p, vals, out_vals, s) }
             }
         }
     };

@@ -552,7 +552,7 @@ impl RandomizedHadamard {
 
     /// The rotation of a batch of whole rows when the group is a power of two: one kernel
     /// call per block over the batch, the signs (and the scale) fused into the transform's
-    /// first pass; the last sign flip of the inverse is one multiply pass.
+    /// first pass, and the last sign flip of the inverse into its last pass.
     fn pow2_batch<T: Real>(
         &self,
         src: Option<&[T]>,
@@ -569,13 +569,16 @@ impl RandomizedHadamard {
             masks: Some(&masks[b * nm..(b + 1) * nm]),
         };
         if inverse {
+            // The last transform also applies the signs of block 0 to its output.
+            if self.blocks == 1 {
+                kernel::pow2_rows_flip(src, dst, g, None, scale, Some(block(0)));
+                return;
+            }
             kernel::pow2_rows(src, dst, g, None, scale);
-            for b in (0..self.blocks - 1).rev() {
+            for b in (1..self.blocks - 1).rev() {
                 kernel::pow2_rows(None, dst, g, Some(block(b + 1)), T::ONE);
             }
-            for row in dst.chunks_exact_mut(n) {
-                kernel::mul_assign(row, block(0).vals);
-            }
+            kernel::pow2_rows_flip(None, dst, g, Some(block(1)), T::ONE, Some(block(0)));
         } else {
             kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
             for b in 1..self.blocks {

@@ -328,20 +328,60 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     })
                     .collect();
                 let s = conv(0.3);
-                let masks = kernel::lane_masks(&sg);
-                let with_masks = kernel::Signs {
+                // Output signs (the last flip of an inverse rotation): another sequence.
+                let osg: Vec<T> = (0..p)
+                    .map(|i| {
+                        conv(if counter_sign_negative(5, 2, i as u64) {
+                            -1.0
+                        } else {
+                            1.0
+                        })
+                    })
+                    .collect();
+                let (masks, omasks) = (kernel::lane_masks(&sg), kernel::lane_masks(&osg));
+                let m = kernel::Signs {
                     vals: &sg[..],
                     masks: Some(&masks[..]),
                 };
-                for signs in [None, Some(kernel::Signs::vals(&sg)), Some(with_masks)] {
+                let om = kernel::Signs {
+                    vals: &osg[..],
+                    masks: Some(&omasks[..]),
+                };
+                let (v, ov) = (kernel::Signs::vals(&sg), kernel::Signs::vals(&osg));
+                for (signs, out_signs) in [
+                    (None, None),
+                    (Some(v), None),
+                    (Some(m), None),
+                    (None, Some(ov)),
+                    (None, Some(om)),
+                    (Some(v), Some(ov)),
+                    (Some(m), Some(om)),
+                ] {
                     let mut want = x.clone();
-                    kernel::pow2_rows_at(Level::Portable, None, &mut want, g, signs, s);
+                    kernel::pow2_rows_flip_at(
+                        Level::Portable,
+                        None,
+                        &mut want,
+                        g,
+                        signs,
+                        s,
+                        out_signs,
+                    );
+                    if out_signs.is_some() {
+                        // The portable flip is the plain transform times the signs.
+                        let mut plain = x.clone();
+                        kernel::pow2_rows_at(Level::Portable, None, &mut plain, g, signs, s);
+                        for (e, w) in plain.iter_mut().enumerate() {
+                            *w *= osg[e % p];
+                        }
+                        assert!(plain == want, "portable flip g={g} p={p} len={len}");
+                    }
                     for &lvl in paths {
                         let mut got = x.clone();
-                        kernel::pow2_rows_at(lvl, None, &mut got, g, signs, s);
+                        kernel::pow2_rows_flip_at(lvl, None, &mut got, g, signs, s, out_signs);
                         assert!(got == want, "{lvl:?} in place g={g} p={p} len={len}");
                         let mut out = vec![conv(7.0); len];
-                        kernel::pow2_rows_at(lvl, Some(&x), &mut out, g, signs, s);
+                        kernel::pow2_rows_flip_at(lvl, Some(&x), &mut out, g, signs, s, out_signs);
                         assert!(out == want, "{lvl:?} out g={g} p={p} len={len}");
                     }
                 }
