@@ -6,7 +6,8 @@ the median of --reps are kept), single-threaded, float32 and float64, for every 
 called repeatedly): np.copyto over the same array (the memory-bandwidth floor), ordcore in
 place (``fwht(y, out=y)``) and out of place (``out=``), fht-cpu (SIMD C) in place and with
 ``out=`` (fht-cpu copies, then transforms), and a one-block ``RandomizedHadamard`` in place
-and with ``out=`` (sign flips and scale fused into the transform). Ratios: ordcore /
+and with ``out=`` (sign flips and scale fused into the transform), and its inverse in place
+(the last sign flip fused into the transform's last pass). Ratios: ordcore /
 fht-cpu (< 1: ordcore faster) and out-of-place ordcore / memcpy. In-place runs start from
 the same data every time (restored untimed). fht-cpu is unnormalized; ordcore runs
 unnormalized here too (normalized costs the same: the scale rides along with the first
