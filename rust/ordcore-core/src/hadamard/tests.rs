@@ -318,26 +318,18 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     .into_iter()
                     .map(conv)
                     .collect();
-                let sg: Vec<T> = (0..p)
-                    .map(|i| {
-                        conv(if counter_sign_negative(3, 1, i as u64) {
-                            -1.0
-                        } else {
-                            1.0
+                let signs_of = |seed: u64, block: u64| -> Vec<T> {
+                    (0..p)
+                        .map(|i| {
+                            let neg = counter_sign_negative(seed, block, i as u64);
+                            conv(if neg { -1.0 } else { 1.0 })
                         })
-                    })
-                    .collect();
+                        .collect()
+                };
+                let sg = signs_of(3, 1);
                 let s = conv(0.3);
                 // Output signs (the last flip of an inverse rotation): another sequence.
-                let osg: Vec<T> = (0..p)
-                    .map(|i| {
-                        conv(if counter_sign_negative(5, 2, i as u64) {
-                            -1.0
-                        } else {
-                            1.0
-                        })
-                    })
-                    .collect();
+                let osg = signs_of(5, 2);
                 let (masks, omasks) = (kernel::lane_masks(&sg), kernel::lane_masks(&osg));
                 let m = kernel::Signs {
                     vals: &sg[..],
