@@ -569,16 +569,20 @@ impl RandomizedHadamard {
             masks: Some(&masks[b * nm..(b + 1) * nm]),
         };
         if inverse {
-            // The last transform also applies the signs of block 0 to its output.
-            if self.blocks == 1 {
-                kernel::pow2_rows_flip(src, dst, g, None, scale, Some(block(0)));
-                return;
+            // Transform b (from the last block down) reads the input, scaled, or the
+            // previous result flipped by the signs of block b + 1; the last one also
+            // flips its output by the signs of block 0.
+            for b in (0..self.blocks).rev() {
+                let first = b + 1 == self.blocks;
+                kernel::pow2_rows_flip(
+                    if first { src } else { None },
+                    dst,
+                    g,
+                    (!first).then(|| block(b + 1)),
+                    if first { scale } else { T::ONE },
+                    (b == 0).then(|| block(0)),
+                );
             }
-            kernel::pow2_rows(src, dst, g, None, scale);
-            for b in (1..self.blocks - 1).rev() {
-                kernel::pow2_rows(None, dst, g, Some(block(b + 1)), T::ONE);
-            }
-            kernel::pow2_rows_flip(None, dst, g, Some(block(1)), T::ONE, Some(block(0)));
         } else {
             kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
             for b in 1..self.blocks {
