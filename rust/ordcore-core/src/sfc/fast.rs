@@ -1337,6 +1337,269 @@ mod perm9 {
     }
 }
 
+/// 3-D Hilbert decoding of codes of at most 9 bits (`nbits <= 3`) into `uint8`
+/// coordinates on AVX2 by byte-table lookups (`vpshufb`), 32 codes a step, from the
+/// curve's self-similarity: each axis's bits above the lowest level are a function of the
+/// code's top 6 bits `p` (one 64-entry table for the three axes), and the lowest level
+/// is the curve's one-level pattern `g` under a signed permutation of the axes:
+/// `perm(g[o]) ^ flip` for the low 3 code bits `o`, `(perm, flip)` a second 64-entry
+/// table of `p` (a cell run backwards needs no more: reversing the Gray-code pattern
+/// inverts one axis). Every table is read off the generic decoder's output for each
+/// 9-bit code ([`perm9::tables`]), so the two agree by construction. 12 byte shuffles
+/// and 8 blends per 32 codes, where the Morton de-interleave and Skilling's loops in byte
+/// lanes ran about twice the steps.
+#[cfg(target_arch = "x86_64")]
+mod hil9 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// The axis permutations: bit `j` of [`apply`]`(s, w)` is bit `PERMS[s][j]` of `w`
+    /// (bit 2 for axis 0, bit 1 for axis 1, bit 0 for axis 2).
+    const PERMS: [[u8; 3]; 6] = [
+        [0, 1, 2],
+        [0, 2, 1],
+        [1, 0, 2],
+        [1, 2, 0],
+        [2, 0, 1],
+        [2, 1, 0],
+    ];
+
+    fn apply(s: usize, w: u8) -> u8 {
+        (0..3).fold(0, |o, j| o | ((w >> PERMS[s][j]) & 1) << j)
+    }
+
+    /// The lookup tables of one `nbits`.
+    pub(super) struct Tables {
+        /// `p` -> the axes' bits above the lowest level: axis 0 at bits 4-5, axis 1 at
+        /// 2-3, axis 2 at 0-1.
+        top: [u8; 64],
+        /// `p` -> `perm << 3 | flip`.
+        low: [u8; 64],
+        /// `o` -> `g[o]` (entries 8-15 unused).
+        g: [u8; 16],
+        /// `perm << 3 | w` -> [`apply`]`(perm, w)`.
+        perm: [u8; 48],
+    }
+
+    /// The tables of `nbits` (1 to 3); `None` if the decoder's output does not factor as
+    /// above (never for this curve: a unit test checks every `nbits`), leaving the
+    /// caller on its general path.
+    pub(super) fn tables(nbits: u32) -> Option<&'static Tables> {
+        static T: [OnceLock<Option<Tables>>; 4] = [const { OnceLock::new() }; 4];
+        T[nbits as usize].get_or_init(|| build(nbits)).as_ref()
+    }
+
+    fn build(nbits: u32) -> Option<Tables> {
+        let full = perm9::tables(Curve::Hilbert, nbits);
+        let lowest = |c: usize| (full[0][c] & 1) << 2 | (full[1][c] & 1) << 1 | (full[2][c] & 1);
+        let g: [u8; 8] = std::array::from_fn(lowest);
+        let mut t = Tables {
+            top: [0; 64],
+            low: [0; 64],
+            g: std::array::from_fn(|i| g[i & 7]),
+            perm: std::array::from_fn(|i| apply(i >> 3, (i & 7) as u8)),
+        };
+        // Rows past the valid codes (nbits < 3) hold codes the range check rejects.
+        for p in 0..1usize << (3 * nbits - 3) {
+            let c0 = p << 3;
+            let high = |c: usize| [0, 1, 2].map(|i| full[i][c] >> 1);
+            if (1..8).any(|o| high(c0 | o) != high(c0)) {
+                return None;
+            }
+            let [a, b, c] = high(c0);
+            t.top[p] = a << 4 | b << 2 | c;
+            let row: [u8; 8] = std::array::from_fn(|o| lowest(c0 | o));
+            let fit = |s: usize, f: u8| (0..8).all(|o| apply(s, g[o]) ^ f == row[o]);
+            let (s, f) = (0..6)
+                .flat_map(|s| (0..8u8).map(move |f| (s, f)))
+                .find(|&(s, f)| fit(s, f))?;
+            t.low[p] = (s as u8) << 3 | f;
+        }
+        Some(t)
+    }
+
+    /// Whether [`decode`] runs on kernel `k` for codes `U` into coordinates `O`.
+    pub(super) fn fits<U: Word, O: Word>(k: Kernel, curve: Curve, d: usize, nbits: u32) -> bool {
+        k == Kernel::Avx2
+            && curve == Curve::Hilbert
+            && d == 3
+            && nbits <= 3
+            && O::BITS == 8
+            && U::BITS <= 16
+    }
+
+    /// 64-entry lookup in the four 16-byte vectors of `t` of the index whose bits 0-3
+    /// are those of `p` (bit 7 clear) and bits 4 and 5 the top bits of `b4` and `b5`.
+    #[inline(always)]
+    unsafe fn look64(t: &[__m256i; 4], p: __m256i, b4: __m256i, b5: __m256i) -> __m256i {
+        let a = _mm256_blendv_epi8(
+            _mm256_shuffle_epi8(t[0], p),
+            _mm256_shuffle_epi8(t[1], p),
+            b4,
+        );
+        let b = _mm256_blendv_epi8(
+            _mm256_shuffle_epi8(t[2], p),
+            _mm256_shuffle_epi8(t[3], p),
+            b4,
+        );
+        _mm256_blendv_epi8(a, b, b5)
+    }
+
+    /// Coordinates of the leading `n / 32 * 32` codes of `CB` bytes (1 or 2) at `codes`
+    /// into three columns at `dst`, or rows at `dst[0]` where `ROWS`. Returns the codes
+    /// done and the OR of them.
+    ///
+    /// # Safety
+    /// AVX2; `codes` readable for `n * CB` bytes, each column writable for `n` bytes
+    /// (rows: `3 * n` at `dst[0]`).
+    #[target_feature(enable = "avx2")]
+    unsafe fn prefix<const CB: usize, const ROWS: bool>(
+        codes: *const u8,
+        n: usize,
+        dst: [*mut u8; 3],
+        t: &Tables,
+    ) -> (usize, u64) {
+        const { assert!(CB == 1 || CB == 2) };
+        let sc = const { nib3::scatter(1) };
+        // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
+        unsafe {
+            let b16 = |a: &[u8]| nib3::bcast(a.try_into().unwrap());
+            let t64 = |a: &[u8; 64]| -> [__m256i; 4] {
+                std::array::from_fn(|k| b16(&a[16 * k..16 * k + 16]))
+            };
+            let (top, low) = (t64(&t.top), t64(&t.low));
+            let g = b16(&t.g);
+            let perm: [__m256i; 3] = std::array::from_fn(|k| b16(&t.perm[16 * k..16 * k + 16]));
+            let sca: [[__m256i; 3]; 3] =
+                sc.map(|v| v.map(|c| _mm256_loadu_si256(c.as_ptr().cast())));
+            let m = _mm256_set1_epi16(0x00FF);
+            let set = _mm256_set1_epi8;
+            let (c1, c6, c7, c15, c56) = (set(1), set(6), set(7), set(15), set(56));
+            let mut acc = _mm256_setzero_si256();
+            let mut i = 0;
+            while i + 32 <= n {
+                // The 32 codes' low bytes and high bytes in order; `p` (code bits 3-8)
+                // has its bit 4 (code bit 7) as the low byte's top bit and bit 5 (code
+                // bit 8) as the high byte's lowest: `b4`, `b5` carry them in each byte's
+                // top bit for the blends, `p` itself only the nibble `vpshufb` reads.
+                let (lo, b5) = if CB == 2 {
+                    let v0 = _mm256_loadu_si256(codes.add(2 * i).cast());
+                    let v1 = _mm256_loadu_si256(codes.add(2 * i + 32).cast());
+                    acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                    let lo = _mm256_packus_epi16(_mm256_and_si256(v0, m), _mm256_and_si256(v1, m));
+                    let hi =
+                        _mm256_packus_epi16(_mm256_srli_epi16(v0, 8), _mm256_srli_epi16(v1, 8));
+                    let hi = _mm256_permute4x64_epi64(hi, 0xD8);
+                    (_mm256_permute4x64_epi64(lo, 0xD8), _mm256_slli_epi16(hi, 7))
+                } else {
+                    let lo = _mm256_loadu_si256(codes.add(i).cast());
+                    acc = _mm256_or_si256(acc, lo);
+                    (lo, _mm256_setzero_si256())
+                };
+                let (p, b4) = (_mm256_and_si256(_mm256_srli_epi16(lo, 3), c15), lo);
+                let st = look64(&low, p, b4, b5);
+                let gw = _mm256_shuffle_epi8(g, _mm256_and_si256(lo, c7));
+                let w = _mm256_or_si256(_mm256_and_si256(st, c56), gw);
+                let (w4, w5) = (_mm256_slli_epi16(w, 3), _mm256_slli_epi16(w, 2));
+                let pw = _mm256_blendv_epi8(
+                    _mm256_blendv_epi8(
+                        _mm256_shuffle_epi8(perm[0], w),
+                        _mm256_shuffle_epi8(perm[1], w),
+                        w4,
+                    ),
+                    _mm256_shuffle_epi8(perm[2], w),
+                    w5,
+                );
+                let b = _mm256_xor_si256(pw, _mm256_and_si256(st, c7));
+                let hb = look64(&top, p, b4, b5);
+                let bit = |v: __m256i| _mm256_and_si256(v, c1);
+                let v = [
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(hb, 3), c6),
+                        bit(_mm256_srli_epi16(b, 2)),
+                    ),
+                    _mm256_or_si256(
+                        _mm256_and_si256(_mm256_srli_epi16(hb, 1), c6),
+                        bit(_mm256_srli_epi16(b, 1)),
+                    ),
+                    _mm256_or_si256(_mm256_and_si256(_mm256_add_epi8(hb, hb), c6), bit(b)),
+                ];
+                if ROWS {
+                    // Lane 0 holds points 0-15, lane 1 points 16-31, as in `nib3::decode16`.
+                    let o = dst[0].add(3 * i);
+                    for (k, sk) in sca.iter().enumerate() {
+                        let ch = _mm256_or_si256(
+                            _mm256_or_si256(
+                                _mm256_shuffle_epi8(v[0], sk[0]),
+                                _mm256_shuffle_epi8(v[1], sk[1]),
+                            ),
+                            _mm256_shuffle_epi8(v[2], sk[2]),
+                        );
+                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
+                    }
+                } else {
+                    for c in 0..3 {
+                        _mm256_storeu_si256(dst[c].add(i).cast(), v[c]);
+                    }
+                }
+                i += 32;
+            }
+            let mut a = [0u8; 32];
+            _mm256_storeu_si256(a.as_mut_ptr().cast(), acc);
+            (i, nib3::fold(a, CB))
+        }
+    }
+
+    /// Coordinates of one chunk of codes: [`prefix`], the tail on the general path of
+    /// kernel `k`. Returns the OR of the codes.
+    pub(super) fn decode<U: Word, O: Word>(
+        k: Kernel,
+        nbits: u32,
+        codes: &[U],
+        dst: Dst<'_, O>,
+        t: &Tables,
+    ) -> U {
+        assert!(fits::<U, O>(k, Curve::Hilbert, 3, nbits));
+        let n = codes.len();
+        let mut dst = dst;
+        let (ptrs, rows) = match &mut dst {
+            Dst::Rows(o) => {
+                assert!(o.len() >= 3 * n);
+                ([o.as_mut_ptr() as *mut u8; 3], true)
+            }
+            Dst::Cols(c) => {
+                assert!(c.iter().all(|c| c.len() >= n));
+                ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+            }
+        };
+        let cp: *const u8 = codes.as_ptr().cast();
+        // SAFETY: `fits` checked the kernel (AVX2, picked only where the CPU has it) and
+        // the widths; lengths asserted above.
+        let (done, a) = unsafe {
+            match (U::BITS, rows) {
+                (16, true) => prefix::<2, true>(cp, n, ptrs, t),
+                (16, false) => prefix::<2, false>(cp, n, ptrs, t),
+                (_, true) => prefix::<1, true>(cp, n, ptrs, t),
+                (_, false) => prefix::<1, false>(cp, n, ptrs, t),
+            }
+        };
+        let rest = match dst {
+            Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+            Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+        };
+        let tail = decode_chunk_k::<U, O>(
+            k,
+            Curve::Hilbert,
+            3,
+            nbits,
+            &codes[done..],
+            rest,
+            MortonStep::of(k),
+        );
+        tail.or(U::from_u64(a))
+    }
+}
+
 /// 3-D Morton kernels by AVX-512 VBMI byte permutes, with `(n, 3)` rows split into
 /// columns and back by two-source permutes: 64 rows of bytes (three vectors `a, b, c`)
 /// give each column as one `vpermt2b` of `a, b` and one masked `vpermb` of `c`; back,
@@ -3329,13 +3592,13 @@ mod nib3 {
     }
 
     #[inline(always)]
-    unsafe fn bcast(t: &[u8; 16]) -> __m256i {
+    pub(super) unsafe fn bcast(t: &[u8; 16]) -> __m256i {
         // SAFETY (callers): AVX2.
         unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())) }
     }
 
     /// The OR of the `w`-byte little-endian words of `v`.
-    fn fold(v: [u8; 32], w: usize) -> u64 {
+    pub(super) fn fold(v: [u8; 32], w: usize) -> u64 {
         v.chunks_exact(w).fold(0, |a, c| {
             a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
         })
@@ -3490,7 +3753,7 @@ mod nib3 {
     /// The `vpshufb` controls that place, per 128-bit lane, coordinate `c`'s words into
     /// three 16-byte chunks of rows of `3 * w` bytes: `[chunk][c]` (inverse of
     /// [`gather`]).
-    const fn scatter(w: usize) -> [[[u8; 32]; 3]; 3] {
+    pub(super) const fn scatter(w: usize) -> [[[u8; 32]; 3]; 3] {
         let mut g = [[[0x80u8; 32]; 3]; 3];
         let mut c = 0;
         while c < 3 {
@@ -4547,6 +4810,13 @@ pub fn decode_into<T: Coord, O: Word>(
         && O::BITS == 8
         && <T::Unsigned as Word>::BITS <= 16
         && fast9(k);
+    // 3-D Hilbert codes of at most 9 bits into uint8 on AVX2: byte-table lookups.
+    #[cfg(target_arch = "x86_64")]
+    let hil9 = if hil9::fits::<T::Unsigned, O>(k, curve, d, nbits) {
+        hil9::tables(nbits)
+    } else {
+        None
+    };
     let work = |(ci, o): (usize, Dst<'_, O>)| -> Result<bool> {
         crate::interrupt::check()?;
         let r0 = ci * CHUNK;
@@ -4593,6 +4863,11 @@ pub fn decode_into<T: Coord, O: Word>(
         #[cfg(target_arch = "x86_64")]
         if d == 2 && decode2_fits::<T::Unsigned, O>(k) {
             let a = decode2_avx2(k, curve, nbits, part, o);
+            return Ok(a.to_u64() & !limit != 0);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(t) = hil9 {
+            let a = hil9::decode(k, nbits, part, o, t);
             return Ok(a.to_u64() & !limit != 0);
         }
         #[cfg(target_arch = "x86_64")]
@@ -4818,7 +5093,9 @@ mod tests {
     #[test]
     fn rows_and_columns_across_blocks_match_the_reference_loops() {
         let n = 2125;
-        for nbits in [2u32, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 18, 20, 21] {
+        for nbits in [
+            1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 18, 20, 21,
+        ] {
             let mut p = pts(100 + nbits as u64, n, 3, nbits);
             // Edge rows: all ones, one axis at its maximum (and zeros below).
             for v in &mut p[3..6] {
@@ -4846,6 +5123,43 @@ mod tests {
                     check_all::<u64>(k, c, 3, nbits, &p, want);
                 }
             }
+        }
+    }
+
+    /// Every 3-D Hilbert code of at most 9 bits (each at least twice, scrambled, with a
+    /// ragged tail), `uint8` and `uint16` codes into `uint8` rows and columns, on every
+    /// kernel against the portable loops (the AVX2 byte-table kernel and the AVX-512
+    /// VBMI byte permutes read all 512); the AVX2 tables factor for every `nbits`.
+    #[test]
+    fn every_small_3d_hilbert_code_decodes_alike_on_every_kernel() {
+        for nbits in 1..=3u32 {
+            #[cfg(target_arch = "x86_64")]
+            assert!(hil9::tables(nbits).is_some(), "nbits {nbits}");
+            let m = 1u64 << (3 * nbits);
+            let codes: Vec<u64> = (0..2 * m + 100).map(|i| (i * 37 + 5) % m).collect();
+            // uint8 codes: those below 256 (all of them below nbits 3).
+            let low: Vec<u64> = codes.iter().copied().filter(|&c| c < 256).collect();
+            let c16: Vec<u16> = codes.iter().map(|&c| c as u16).collect();
+            let c8: Vec<u8> = low.iter().map(|&c| c as u8).collect();
+            let p16 = hilbert::decode_generic(&codes, nbits, 3).unwrap();
+            let p8 = hilbert::decode_generic(&low, nbits, 3).unwrap();
+            let nb = nbits as i64;
+            for k in [Kernel::Portable, Kernel::Avx2, Kernel::Avx512] {
+                for cl in [false, true] {
+                    let got: Vec<u8> =
+                        decode_with(k, &c16, 3, nb, Curve::Hilbert, cl, "c").unwrap();
+                    let got = as_rows(&got, c16.len(), 3, cl);
+                    assert_eq!(got, p16, "{k:?} uint16 codes, nbits {nbits}, columns {cl}");
+                    let got: Vec<u8> = decode_with(k, &c8, 3, nb, Curve::Hilbert, cl, "c").unwrap();
+                    let got = as_rows(&got, c8.len(), 3, cl);
+                    assert_eq!(got, p8, "{k:?} uint8 codes, nbits {nbits}, columns {cl}");
+                }
+            }
+            // A code past the range is still caught on the table path (its bit 8 / 6 / 3).
+            let mut bad = c16.clone();
+            bad[40] = m as u16;
+            let e = decode_with::<u16, u8>(Kernel::Avx2, &bad, 3, nb, Curve::Hilbert, true, "c");
+            assert!(format!("{:?}", e.err()).contains("row 40"), "nbits {nbits}");
         }
     }
 
