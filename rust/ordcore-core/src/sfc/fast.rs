@@ -397,6 +397,31 @@ enum Dst<'a, O> {
     Cols([&'a mut [O]; 3]),
 }
 
+impl<'a, O> Dst<'a, O> {
+    /// The byte pointers a 3-D kernel writes `n` points through (the rows at `[0]`) and
+    /// whether they are rows; panics unless `n` points fit.
+    fn ptrs3(&mut self, n: usize) -> ([*mut u8; 3], bool) {
+        match self {
+            Dst::Rows(o) => {
+                assert!(o.len() >= 3 * n);
+                ([o.as_mut_ptr() as *mut u8; 3], true)
+            }
+            Dst::Cols(c) => {
+                assert!(c.iter().all(|c| c.len() >= n));
+                ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
+            }
+        }
+    }
+
+    /// The 3-D points after the first `done`.
+    fn after3(self, done: usize) -> Self {
+        match self {
+            Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
+            Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+        }
+    }
+}
+
 #[inline(always)]
 fn cast<A: Word, B: Word>(a: A) -> B {
     B::from_u64(a.to_u64())
@@ -1472,7 +1497,6 @@ mod hil9 {
             let perm: [__m256i; 3] = std::array::from_fn(|k| b16(&t.perm[16 * k..16 * k + 16]));
             let sca: [[__m256i; 3]; 3] =
                 sc.map(|v| v.map(|c| _mm256_loadu_si256(c.as_ptr().cast())));
-            let m = _mm256_set1_epi16(0x00FF);
             let set = _mm256_set1_epi8;
             let (c1, c6, c7, c15, c56) = (set(1), set(6), set(7), set(15), set(56));
             let mut acc = _mm256_setzero_si256();
@@ -1483,14 +1507,9 @@ mod hil9 {
                 // bit 8) as the high byte's lowest: `b4`, `b5` carry them in each byte's
                 // top bit for the blends, `p` itself only the nibble `vpshufb` reads.
                 let (lo, b5) = if CB == 2 {
-                    let v0 = _mm256_loadu_si256(codes.add(2 * i).cast());
-                    let v1 = _mm256_loadu_si256(codes.add(2 * i + 32).cast());
-                    acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
-                    let lo = _mm256_packus_epi16(_mm256_and_si256(v0, m), _mm256_and_si256(v1, m));
-                    let hi =
-                        _mm256_packus_epi16(_mm256_srli_epi16(v0, 8), _mm256_srli_epi16(v1, 8));
-                    let hi = _mm256_permute4x64_epi64(hi, 0xD8);
-                    (_mm256_permute4x64_epi64(lo, 0xD8), _mm256_slli_epi16(hi, 7))
+                    let (lo, hi, or) = nib3::bytes16(codes.add(2 * i));
+                    acc = _mm256_or_si256(acc, or);
+                    (lo, _mm256_slli_epi16(hi, 7))
                 } else {
                     let lo = _mm256_loadu_si256(codes.add(i).cast());
                     acc = _mm256_or_si256(acc, lo);
@@ -1524,24 +1543,7 @@ mod hil9 {
                     ),
                     _mm256_or_si256(_mm256_and_si256(_mm256_add_epi8(hb, hb), c6), bit(b)),
                 ];
-                if ROWS {
-                    // Lane 0 holds points 0-15, lane 1 points 16-31, as in `nib3::decode16`.
-                    let o = dst[0].add(3 * i);
-                    for (k, sk) in sca.iter().enumerate() {
-                        let ch = _mm256_or_si256(
-                            _mm256_or_si256(
-                                _mm256_shuffle_epi8(v[0], sk[0]),
-                                _mm256_shuffle_epi8(v[1], sk[1]),
-                            ),
-                            _mm256_shuffle_epi8(v[2], sk[2]),
-                        );
-                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
-                    }
-                } else {
-                    for c in 0..3 {
-                        _mm256_storeu_si256(dst[c].add(i).cast(), v[c]);
-                    }
-                }
+                nib3::store3::<ROWS>(&v, &sca, dst, i);
                 i += 32;
             }
             let mut a = [0u8; 32];
@@ -1562,16 +1564,7 @@ mod hil9 {
         assert!(fits::<U, O>(k, Curve::Hilbert, 3, nbits));
         let n = codes.len();
         let mut dst = dst;
-        let (ptrs, rows) = match &mut dst {
-            Dst::Rows(o) => {
-                assert!(o.len() >= 3 * n);
-                ([o.as_mut_ptr() as *mut u8; 3], true)
-            }
-            Dst::Cols(c) => {
-                assert!(c.iter().all(|c| c.len() >= n));
-                ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
-            }
-        };
+        let (ptrs, rows) = dst.ptrs3(n);
         let cp: *const u8 = codes.as_ptr().cast();
         // SAFETY: `fits` checked the kernel (AVX2, picked only where the CPU has it) and
         // the widths; lengths asserted above.
@@ -1583,17 +1576,13 @@ mod hil9 {
                 (_, false) => prefix::<1, false>(cp, n, ptrs, t),
             }
         };
-        let rest = match dst {
-            Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
-            Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
-        };
         let tail = decode_chunk_k::<U, O>(
             k,
             Curve::Hilbert,
             3,
             nbits,
             &codes[done..],
-            rest,
+            dst.after3(done),
             MortonStep::of(k),
         );
         tail.or(U::from_u64(a))
@@ -2726,10 +2715,7 @@ fn morton3_lut_decode<U: Word, O: Word>(
     let mut dst = dst;
     // SAFETY: `morton3_lut_decodes` checked the CPU features and the types.
     let (done, a) = unsafe { morton3_dec_prefix(codes, 0, &mut dst, sh, nbits) };
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
-    };
+    let rest = dst.after3(done);
     let curve = Curve::Morton { msb };
     let tail = decode_chunk_k::<U, O>(
         k,
@@ -3597,6 +3583,64 @@ mod nib3 {
         unsafe { _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast())) }
     }
 
+    /// The low bytes and the high bytes of the 32 `uint16` codes at `p`, each in code
+    /// order, and the OR of the codes as two 16-bit halves.
+    ///
+    /// # Safety
+    /// AVX2; 64 bytes readable at `p`.
+    #[inline(always)]
+    pub(super) unsafe fn bytes16(p: *const u8) -> (__m256i, __m256i, __m256i) {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            let m = _mm256_set1_epi16(0x00FF);
+            let v0 = _mm256_loadu_si256(p.cast());
+            let v1 = _mm256_loadu_si256(p.add(32).cast());
+            // The packs interleave 64-bit quarters: (0, 2, 1, 3) restores the order.
+            let lo = _mm256_packus_epi16(_mm256_and_si256(v0, m), _mm256_and_si256(v1, m));
+            let hi = _mm256_packus_epi16(_mm256_srli_epi16(v0, 8), _mm256_srli_epi16(v1, 8));
+            (
+                _mm256_permute4x64_epi64(lo, 0xD8),
+                _mm256_permute4x64_epi64(hi, 0xD8),
+                _mm256_or_si256(v0, v1),
+            )
+        }
+    }
+
+    /// Stores the three coordinate vectors `v` (32 bytes each, lane 0 the first half of
+    /// the points) at byte `at` of three columns at `dst`, or at byte `3 * at` of the rows
+    /// at `dst[0]` where `ROWS`, through the [`scatter`] controls `sca` of their width.
+    ///
+    /// # Safety
+    /// AVX2; each column writable for `at + 32` bytes (rows: `3 * (at + 32)`).
+    #[inline(always)]
+    pub(super) unsafe fn store3<const ROWS: bool>(
+        v: &[__m256i; 3],
+        sca: &[[__m256i; 3]; 3],
+        dst: [*mut u8; 3],
+        at: usize,
+    ) {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            if ROWS {
+                let o = dst[0].add(3 * at);
+                for (k, sk) in sca.iter().enumerate() {
+                    let ch = _mm256_or_si256(
+                        _mm256_or_si256(
+                            _mm256_shuffle_epi8(v[0], sk[0]),
+                            _mm256_shuffle_epi8(v[1], sk[1]),
+                        ),
+                        _mm256_shuffle_epi8(v[2], sk[2]),
+                    );
+                    _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
+                }
+            } else {
+                for c in 0..3 {
+                    _mm256_storeu_si256(dst[c].add(at).cast(), v[c]);
+                }
+            }
+        }
+    }
+
     /// The OR of the `w`-byte little-endian words of `v`.
     pub(super) fn fold(v: [u8; 32], w: usize) -> u64 {
         v.chunks_exact(w).fold(0, |a, c| {
@@ -3824,23 +3868,7 @@ mod nib3 {
                     }
                     x
                 });
-                if ROWS {
-                    let o = dst[0].add(3 * W * i);
-                    for (k, sk) in sca.iter().enumerate() {
-                        let ch = _mm256_or_si256(
-                            _mm256_or_si256(
-                                _mm256_shuffle_epi8(v[0], sk[0]),
-                                _mm256_shuffle_epi8(v[1], sk[1]),
-                            ),
-                            _mm256_shuffle_epi8(v[2], sk[2]),
-                        );
-                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
-                    }
-                } else {
-                    for c in 0..3 {
-                        _mm256_storeu_si256(dst[c].add(W * i).cast(), v[c]);
-                    }
-                }
+                store3::<ROWS>(&v, &sca, dst, W * i);
                 i += step;
             }
             let mut v = [0u8; 32];
@@ -3872,21 +3900,13 @@ mod nib3 {
         unsafe {
             let t: [[__m256i; 6]; 3] = sh.map(|s| UNTABLES[s as usize].map(|t| bcast(&t)));
             let low = _mm256_set1_epi8(0x0F);
-            let m = _mm256_set1_epi16(0x00FF);
             let ld = |a: &[[u8; 32]; 3]| a.map(|c| _mm256_loadu_si256(c.as_ptr().cast()));
             let sca: [[__m256i; 3]; 3] = sc.map(|v| ld(&v));
             let mut acc = _mm256_setzero_si256();
             let mut i = 0;
             while i + 32 <= n {
-                let v0 = _mm256_loadu_si256(codes.add(2 * i).cast());
-                let v1 = _mm256_loadu_si256(codes.add(2 * i + 32).cast());
-                acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
-                // Low and high code bytes of the 32 codes in order (the packs interleave
-                // 64-bit quarters: (0, 2, 1, 3) restores it).
-                let lo = _mm256_packus_epi16(_mm256_and_si256(v0, m), _mm256_and_si256(v1, m));
-                let hi = _mm256_packus_epi16(_mm256_srli_epi16(v0, 8), _mm256_srli_epi16(v1, 8));
-                let lo = _mm256_permute4x64_epi64(lo, 0xD8);
-                let hi = _mm256_permute4x64_epi64(hi, 0xD8);
+                let (lo, hi, or) = bytes16(codes.add(2 * i));
+                acc = _mm256_or_si256(acc, or);
                 let nib = [
                     _mm256_and_si256(lo, low),
                     _mm256_and_si256(_mm256_srli_epi16(lo, 4), low),
@@ -3904,24 +3924,7 @@ mod nib3 {
                     }
                     x
                 });
-                if ROWS {
-                    // Lane 0 holds points 0-15, lane 1 points 16-31, as in `decode`.
-                    let o = dst[0].add(3 * i);
-                    for (k, sk) in sca.iter().enumerate() {
-                        let ch = _mm256_or_si256(
-                            _mm256_or_si256(
-                                _mm256_shuffle_epi8(v[0], sk[0]),
-                                _mm256_shuffle_epi8(v[1], sk[1]),
-                            ),
-                            _mm256_shuffle_epi8(v[2], sk[2]),
-                        );
-                        _mm256_storeu2_m128i(o.add(48 + 16 * k).cast(), o.add(16 * k).cast(), ch);
-                    }
-                } else {
-                    for c in 0..3 {
-                        _mm256_storeu_si256(dst[c].add(i).cast(), v[c]);
-                    }
-                }
+                store3::<ROWS>(&v, &sca, dst, i);
                 i += 32;
             }
             let mut v = [0u8; 32];
@@ -4079,25 +4082,12 @@ fn morton3_avx2_decode<U: Word, O: Word>(
 ) -> U {
     assert!(morton3_avx2_decodes::<U, O>(k));
     let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
-    let n = codes.len();
     let mut dst = dst;
-    let (ptrs, rows) = match &mut dst {
-        Dst::Rows(o) => {
-            assert!(o.len() >= 3 * n);
-            ([o.as_mut_ptr() as *mut u8; 3], true)
-        }
-        Dst::Cols(c) => {
-            assert!(c.iter().all(|c| c.len() >= n));
-            ([0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8), false)
-        }
-    };
+    let (ptrs, rows) = dst.ptrs3(codes.len());
     // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
-    // kernel's pairs (checked above); lengths asserted above.
+    // kernel's pairs (checked above); lengths asserted by `ptrs3`.
     let (done, a) = unsafe { nib3_decode_prefix::<U, O>(codes, nbits, ptrs, rows, sh) };
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
-    };
+    let rest = dst.after3(done);
     let curve = Curve::Morton { msb };
     let tail = decode_chunk_k::<U, O>(
         k,
