@@ -500,26 +500,14 @@ fn pow2_rows_generic<T: Real>(
 /// Sylvester-order FWHT of every length-`g` group (a power of two) of `x`, of the input
 /// `(src or x) * signs * s` (signs periodic, see [`pow2_rows_generic`]; `signs.masks`,
 /// when given, must be `lane_masks(signs.vals)`), on the SIMD path `lvl` (at most [`level`]).
+/// With `out_signs`, element `e` of the result is then multiplied by the sign
+/// `out_signs[e % period]` (the same period as `signs` when both are given) in the same
+/// pass: `x <- FWHT((src or x) * signs * s) * out_signs`, the last sign flip of an inverse
+/// rotation.
 /// Every path does the same additions in the same order, and a sign flip is exact however
 /// it is applied, so the results are identical bit for bit. One dispatch per batch of rows.
 #[inline]
 pub fn pow2_rows_at<T: Real>(
-    lvl: Level,
-    src: Option<&[T]>,
-    x: &mut [T],
-    g: usize,
-    signs: Option<Signs<'_, T>>,
-    s: T,
-) {
-    pow2_rows_flip_at(lvl, src, x, g, signs, s, None)
-}
-
-/// [`pow2_rows_at`], then element `e` of the result multiplied by the sign
-/// `out_signs[e % period]` (the same period as `signs` when both are given), in the same
-/// pass: `x <- FWHT((src or x) * signs * s) * out_signs`, the last sign flip of an inverse
-/// rotation.
-#[inline]
-pub fn pow2_rows_flip_at<T: Real>(
     lvl: Level,
     src: Option<&[T]>,
     x: &mut [T],
@@ -578,21 +566,9 @@ pub fn pow2_rows<T: Real>(
     g: usize,
     signs: Option<Signs<'_, T>>,
     s: T,
-) {
-    pow2_rows_at(level(), src, x, g, signs, s)
-}
-
-/// [`pow2_rows_flip_at`] on the SIMD path in use.
-#[inline]
-pub fn pow2_rows_flip<T: Real>(
-    src: Option<&[T]>,
-    x: &mut [T],
-    g: usize,
-    signs: Option<Signs<'_, T>>,
-    s: T,
     out_signs: Option<Signs<'_, T>>,
 ) {
-    pow2_rows_flip_at(level(), src, x, g, signs, s, out_signs)
+    pow2_rows_at(level(), src, x, g, signs, s, out_signs)
 }
 
 dispatched!(
@@ -941,7 +917,7 @@ macro_rules! simd_kernel {
                 let xp = x.as_mut_ptr();
                 let sp = src.map_or(xp as *const T, |v| v.as_ptr());
                 let at = |e: usize, sg: Option<S>| sg.map(|p| unsafe { p.add(e % per) });
-                // SAFETY (all blocks below): lengths asserted by pow2_rows_flip_at and
+                // SAFETY (all blocks below): lengths asserted by pow2_rows_at and
                 // the sign layout guaranteed by `rows`; every access stays inside x, src
                 // and signs.
                 unsafe {
@@ -987,7 +963,7 @@ macro_rules! simd_kernel {
                 }
             }
 
-            /// [`super::super::pow2_rows_flip_at`] on this path (lengths checked there):
+            /// [`super::super::pow2_rows_at`] on this path (lengths checked there):
             /// tiles a short sign period to a block, or runs row by row; reads the
             /// lane masks where this path can and the float signs outgrow the L1 cache.
             ///

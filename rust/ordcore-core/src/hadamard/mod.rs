@@ -160,7 +160,7 @@ impl Plan {
         scratch: &mut [T],
         inverse: bool,
     ) {
-        kernel::pow2_rows(src, row, self.p, signs.map(kernel::Signs::vals), s);
+        kernel::pow2_rows(src, row, self.p, signs.map(kernel::Signs::vals), s, None);
         if self.k == 1 {
             return;
         }
@@ -329,7 +329,7 @@ pub fn fwht_inplace<T: Real>(
     if plan.k == 1 {
         // Powers of two: whole batches of rows per kernel call.
         return for_each_chunk(rows, n, |chunk| {
-            kernel::pow2_rows(None, chunk, n, None, scale)
+            kernel::pow2_rows(None, chunk, n, None, scale, None)
         });
     }
     for_each_row(rows, n, plan.scratch_len(), |row, scratch| {
@@ -358,7 +358,7 @@ pub fn fwht_into<T: Real>(
         // Powers of two: whole batches of rows per kernel call, the copy fused into the
         // first pass of each row.
         return for_each_chunk_pair(src, n, dst, n, |s, d| {
-            kernel::pow2_rows(Some(s), d, n, None, scale)
+            kernel::pow2_rows(Some(s), d, n, None, scale, None)
         });
     }
     for_each_row_pair(src, n, dst, n, plan.scratch_len(), |s, row, scratch| {
@@ -574,7 +574,7 @@ impl RandomizedHadamard {
             // flips its output by the signs of block 0.
             for b in (0..self.blocks).rev() {
                 let first = b + 1 == self.blocks;
-                kernel::pow2_rows_flip(
+                kernel::pow2_rows(
                     if first { src } else { None },
                     dst,
                     g,
@@ -584,9 +584,9 @@ impl RandomizedHadamard {
                 );
             }
         } else {
-            kernel::pow2_rows(src, dst, g, Some(block(0)), scale);
+            kernel::pow2_rows(src, dst, g, Some(block(0)), scale, None);
             for b in 1..self.blocks {
-                kernel::pow2_rows(None, dst, g, Some(block(b)), T::ONE);
+                kernel::pow2_rows(None, dst, g, Some(block(b)), T::ONE, None);
             }
         }
     }

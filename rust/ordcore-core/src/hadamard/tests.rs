@@ -350,19 +350,11 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     (Some(m), Some(om)),
                 ] {
                     let mut want = x.clone();
-                    kernel::pow2_rows_flip_at(
-                        Level::Portable,
-                        None,
-                        &mut want,
-                        g,
-                        signs,
-                        s,
-                        out_signs,
-                    );
+                    kernel::pow2_rows_at(Level::Portable, None, &mut want, g, signs, s, out_signs);
                     if out_signs.is_some() {
                         // The portable flip is the plain transform times the signs.
                         let mut plain = x.clone();
-                        kernel::pow2_rows_at(Level::Portable, None, &mut plain, g, signs, s);
+                        kernel::pow2_rows_at(Level::Portable, None, &mut plain, g, signs, s, None);
                         for (e, w) in plain.iter_mut().enumerate() {
                             *w *= osg[e % p];
                         }
@@ -370,10 +362,10 @@ fn every_kernel_path_equals_the_portable_loops_bit_for_bit() {
                     }
                     for &lvl in paths {
                         let mut got = x.clone();
-                        kernel::pow2_rows_flip_at(lvl, None, &mut got, g, signs, s, out_signs);
+                        kernel::pow2_rows_at(lvl, None, &mut got, g, signs, s, out_signs);
                         assert!(got == want, "{lvl:?} in place g={g} p={p} len={len}");
                         let mut out = vec![conv(7.0); len];
-                        kernel::pow2_rows_flip_at(lvl, Some(&x), &mut out, g, signs, s, out_signs);
+                        kernel::pow2_rows_at(lvl, Some(&x), &mut out, g, signs, s, out_signs);
                         assert!(out == want, "{lvl:?} out g={g} p={p} len={len}");
                     }
                 }
@@ -408,6 +400,7 @@ fn portable_rows_equal_dense_with_signs_and_scale() {
             n,
             Some(kernel::Signs::vals(&sg)),
             0.5,
+            None,
         );
         let sx: Vec<f64> = x
             .iter()
