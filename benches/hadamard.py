@@ -7,8 +7,11 @@ called repeatedly): np.copyto over the same array (the memory-bandwidth floor), 
 place (``fwht(y, out=y)``) and out of place (``out=``), fht-cpu (SIMD C) in place and with
 ``out=`` (fht-cpu copies, then transforms), and a one-block ``RandomizedHadamard`` in place
 and with ``out=`` (sign flips and scale fused into the transform), and its inverse in place
-(the last sign flip fused into the transform's last pass). Ratios: ordcore /
-fht-cpu (< 1: ordcore faster) and out-of-place ordcore / memcpy. In-place runs start from
+(the last sign flip fused into the transform's last pass), and the same rotation as a
+fht-cpu user writes it (``np.multiply`` by the scaled signs, then fht-cpu in place;
+"fht rot"). Ratios: ordcore / fht-cpu (< 1: ordcore faster; "rot in/fht" sets the
+rotation against fht-cpu's bare transform, "rot/fhtrot" against fht-cpu's rotation) and
+out-of-place ordcore / memcpy. In-place runs start from
 the same data every time (restored untimed). fht-cpu is unnormalized; ordcore runs
 unnormalized here too (normalized costs the same: the scale rides along with the first
 pass), and outputs are checked equal first. fht-cpu is skipped with the reason printed when
@@ -86,7 +89,7 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
     head = (f"{'dtype':>7} {'n':>7} {'rows':>7} | {'memcpy':>6} {'ord in':>6} {'fht in':>6} "
             f"{'ord out':>7} {'fht out':>7} {'rot in':>6} {'inv in':>6} {'rot out':>7} | "
             f"{'in o/f':>13} {'out o/f':>7} {'out/memcpy':>13} {'rot in/fht':>10} "
-            f"{'inv in/fht':>10} {'rot out/mc':>10}")
+            f"{'inv in/fht':>10} {'rot out/mc':>10} {'fht rot':>7} {'rot/fhtrot':>10}")
     print(head)
     print("-" * len(head))
     rows_out = []
@@ -115,8 +118,21 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                     "rotation_out": lambda: rot.forward(x, out=out, num_threads=1),
                 }
                 if fc is not None:
+                    # The rotation a fht-cpu user writes: the signs (scale folded in), then
+                    # the transform, in place.
+                    ds = (rot.signs(0) / np.sqrt(n)).astype(dt)
+
+                    def fht_rotation() -> None:
+                        np.multiply(y, ds, out=y)
+                        fc.fht(y, inplace=True, num_threads=1)
+
+                    yy = x[:4].copy()
+                    np.multiply(yy, ds, out=yy)
+                    np.testing.assert_allclose(fc.fht(yy, inplace=True, num_threads=1),
+                                               rot.forward(x[:4]), rtol=1e-4, atol=1e-4)
                     fns["fht_cpu_inplace"] = lambda: fc.fht(y, inplace=True, num_threads=1)
                     fns["fht_cpu_out"] = lambda: fc.fht(x, out=out, num_threads=1)
+                    fns["fht_cpu_rotation_inplace"] = fht_rotation
                 t = interleaved(fns, lambda: np.copyto(y, x), x.size, reps, calls)
                 b = {k: v[0] for k, v in t.items()}
                 med = {k: v[1] for k, v in t.items()}
@@ -135,6 +151,8 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                 r["ratio_out_ordcore_over_memcpy_median"] = ratio("ordcore_out", "memcpy", med)
                 r["ratio_rotation_inplace_over_fht_cpu"] = ratio(
                     "rotation_inplace", "fht_cpu_inplace", b)
+                r["ratio_rotation_inplace_over_fht_cpu_rotation"] = ratio(
+                    "rotation_inplace", "fht_cpu_rotation_inplace", b)
                 r["ratio_rotation_inverse_inplace_over_fht_cpu"] = ratio(
                     "rotation_inverse_inplace", "fht_cpu_inplace", b)
                 r["ratio_rotation_out_over_memcpy"] = ratio("rotation_out", "memcpy", b)
@@ -155,7 +173,9 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                       f"{pair(r['ratio_out_ordcore_over_memcpy'], r['ratio_out_ordcore_over_memcpy_median'])} "
                       f"{f(r['ratio_rotation_inplace_over_fht_cpu'], 10, 2)} "
                       f"{f(r['ratio_rotation_inverse_inplace_over_fht_cpu'], 10, 2)} "
-                      f"{f(r['ratio_rotation_out_over_memcpy'], 10, 2)}", flush=True)
+                      f"{f(r['ratio_rotation_out_over_memcpy'], 10, 2)} "
+                      f"{f(b.get('fht_cpu_rotation_inplace'), 7)} "
+                      f"{f(r['ratio_rotation_inplace_over_fht_cpu_rotation'], 10, 2)}", flush=True)
     print(f"load average after: {load()}")
     return rows_out
 

@@ -655,7 +655,8 @@ fn h3_skilling<L: Word, S: Word, T: Word>(
     sk_levels(x, y, z, s_to, nbits);
 }
 
-/// The `nbits` from which [`h3_skilling`] runs [`h3_skilling_hi`] (up to 21): below it,
+/// The `nbits` from which [`h3_skilling`] runs [`h3_skilling_hi`] (up to 21) where the
+/// codes do not go straight into split axes ([`SPLIT_FROM`]): below it,
 /// splitting the axes costs more than the levels it takes out of 32-bit lanes (AVX2,
 /// 1M points: nbits 17 3.9 -> 4.3 ns a point, 19 4.7 -> 4.6, 21 5.5 -> 4.7).
 const HI_FROM: u32 = 19;
@@ -681,22 +682,40 @@ fn h3_skilling_hi<L: Word>(
 ) {
     debug_assert!(L::BITS == 32 && (17..=21).contains(&nbits));
     let n = x.len();
-    let HiScratch { lo, hi, low } = scratch;
-    for (a, v) in [&*x, &*y, &*z].into_iter().enumerate() {
-        let tag = 1u8 << a;
-        let it = lo[a][..n]
-            .iter_mut()
-            .zip(hi[a][..n].iter_mut())
-            .zip(low[a][..n].iter_mut());
-        for (((l, h), b), &w) in it.zip(v) {
-            let w: u32 = cast(w);
-            *l = w as u16;
-            *b = w as u8;
-            *h = ((w >> 13) as u8 & 0xf8) | tag;
+    {
+        let HiScratch { lo, hi, low, .. } = &mut *scratch;
+        for (a, v) in [&*x, &*y, &*z].into_iter().enumerate() {
+            let tag = 1u8 << a;
+            let it = lo[a][..n]
+                .iter_mut()
+                .zip(hi[a][..n].iter_mut())
+                .zip(low[a][..n].iter_mut());
+            for (((l, h), b), &w) in it.zip(v) {
+                let w: u32 = cast(w);
+                *l = w as u16;
+                *b = w as u8;
+                *h = ((w >> 13) as u8 & 0xf8) | tag;
+            }
         }
     }
+    hi_levels(scratch, n, nbits, false);
+    let HiScratch { lo, hi, .. } = scratch;
+    for (v, (l, h)) in [x, y, z].into_iter().zip(lo.iter().zip(hi.iter())) {
+        for (o, (&l, &h)) in v.iter_mut().zip(l.iter().zip(h)) {
+            *o = cast(((h as u32 >> 3) << 16) | l as u32);
+        }
+    }
+}
+
+/// The levels of [`h3_skilling_hi`] on the first `n` points of its split axes (see there),
+/// the exchanges of the high levels applied to the low halves: each `lo` then holds the
+/// axis's low 16 bits, each `hi` its bits from 16 up, above 3 bits of tag. `avx2`: route
+/// by [`sk_route_avx2`] (the CPU has AVX2).
+#[inline(always)]
+fn hi_levels(scratch: &mut HiScratch, n: usize, nbits: u32, avx2: bool) {
+    let HiScratch { lo, hi, low, .. } = scratch;
     // Levels 1-7 as `sk_levels_in::<u16, u8, true>` runs them, but on low bytes the split
-    // above already wrote (no copy pass, no per-block zeroed buffer).
+    // already wrote (no copy pass, no per-block zeroed buffer).
     let [bx, by, bz] = low;
     sk_levels(&mut bx[..n], &mut by[..n], &mut bz[..n], 1, 8);
     for (l, b) in lo.iter_mut().zip(low.iter()) {
@@ -710,10 +729,120 @@ fn h3_skilling_hi<L: Word>(
     let [hx, hy, hz] = &mut *hi;
     let (hx, hy, hz) = (&mut hx[..n], &mut hy[..n], &mut hz[..n]);
     sk_levels(hx, hy, hz, 3, nbits - 13);
-    sk_route([lx, ly, lz], [hx, hy, hz]);
-    for (v, (l, h)) in [x, y, z].into_iter().zip(lo.iter().zip(hi.iter())) {
-        for (o, (&l, &h)) in v.iter_mut().zip(l.iter().zip(h)) {
-            *o = cast(((h as u32 >> 3) << 16) | l as u32);
+    #[cfg(target_arch = "x86_64")]
+    let done = if avx2 {
+        // SAFETY: the caller says the CPU has AVX2.
+        unsafe { sk_route_avx2([&mut *lx, &mut *ly, &mut *lz], [&*hx, &*hy, &*hz]) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = avx2;
+        0
+    };
+    let (lx, ly, lz) = (&mut lx[done..], &mut ly[done..], &mut lz[done..]);
+    sk_route(
+        [lx, ly, lz],
+        [&mut hx[done..], &mut hy[done..], &mut hz[done..]],
+    );
+}
+
+/// The nbits from which [`h3_decode_sk`] de-interleaves `uint64` codes on AVX2 straight
+/// into the split axes of [`h3_skilling_hi`] ([`h3_split_in`]): no axes in lanes of 32
+/// bits, no split pass, and the tags routed by [`sk_route_avx2`], so it pays from the first
+/// level above 16 (AMD Zen 3, 1M points, 1 thread: nbits 17 / 18 / 19 / 21 4.1-4.4 /
+/// 4.3-4.6 / 4.6-4.9 / 4.8-5.0 -> 3.5-3.7 / 3.6-3.7 / 3.7-3.8 / 3.9 ns a point).
+#[cfg(target_arch = "x86_64")]
+const SPLIT_FROM: u32 = 17;
+
+/// Whether [`h3_decode_sk`] takes [`h3_split_in`] for these types.
+#[cfg(target_arch = "x86_64")]
+fn h3_splits<U: Word, L: Word>(step: MortonStep, nbits: u32) -> bool {
+    step == MortonStep::Nib && U::BITS == 64 && L::BITS == 32 && nbits >= SPLIT_FROM
+}
+
+/// The transposed index of `uint64` codes of `16 < nbits <= 21` in the split form of
+/// [`h3_skilling_hi`], Gray-decoded: the low 48 code bits de-interleaved into `lo` (the
+/// axes' low 16 bits) by [`nib3::decode`], the bits from 48 up into `hi` by
+/// [`nib3::decode16`], with no pass over the axes in lanes of 32 bits. Returns the OR of
+/// the codes.
+///
+/// # Safety
+/// AVX2; `U` is 64 bits wide; `codes.len() <= BLOCK`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn h3_split_in<U: Word>(codes: &[U], scratch: &mut HiScratch) -> U {
+    debug_assert!(U::BITS == 64 && codes.len() <= BLOCK);
+    let n = codes.len();
+    let HiScratch { lo, hi, low, top } = scratch;
+    let sh = [2u32, 1, 0];
+    let lp = [0, 1, 2].map(|a| lo[a].as_mut_ptr() as *mut u8);
+    // SAFETY: AVX2 and 64-bit codes as the caller guarantees; each column holds BLOCK.
+    let (d, a) = unsafe { nib3::decode::<8, 2, false>(codes.as_ptr().cast(), n, lp, sh) };
+    let mut acc = U::from_u64(a);
+    for (k, &c) in codes.iter().enumerate() {
+        top[k] = (c.to_u64() >> 48) as u16;
+    }
+    for (k, &c) in codes.iter().enumerate().skip(d) {
+        acc = acc.or(c);
+        let c = c.to_u64();
+        for a in 0..3 {
+            lo[a][k] = (c >> sh[a]).compact2() as u16;
+        }
+    }
+    let hp = [0, 1, 2].map(|a| hi[a].as_mut_ptr());
+    // SAFETY: as above; `top` holds n codes of at most 16 bits.
+    let (d, _) = unsafe { nib3::decode16::<4, false>(top.as_ptr().cast(), n, hp, sh) };
+    for k in d..n {
+        let c = top[k] as u64;
+        for a in 0..3 {
+            hi[a][k] = (c >> sh[a]).compact2() as u8;
+        }
+    }
+    // Skilling's Gray decode (as in [`h3_skilling`]) on the halves; bit 15 of `c >> 1`
+    // is bit 0 of the high half of `c`.
+    let [lx, ly, lz] = lo;
+    let [hx, hy, hz] = hi;
+    let [bx, by, bz] = low;
+    for k in 0..n {
+        let (a, b, c) = (lx[k], ly[k], lz[k]);
+        let (ha, hb, hc) = (hx[k], hy[k], hz[k]);
+        let t = (c >> 1) | ((hc as u16 & 1) << 15);
+        let (a, b, c) = (a ^ t, b ^ a, c ^ b);
+        let (ha, hb, hc) = (ha ^ (hc >> 1), hb ^ ha, hc ^ hb);
+        (lx[k], ly[k], lz[k]) = (a, b, c);
+        (bx[k], by[k], bz[k]) = (a as u8, b as u8, c as u8);
+        (hx[k], hy[k], hz[k]) = (ha << 3 | 1, hb << 3 | 2, hc << 3 | 4);
+    }
+    acc
+}
+
+/// Writes the first `n` points of the split axes after [`hi_levels`] to `dst` from row
+/// `r0`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn hi_out<O: Word>(scratch: &HiScratch, n: usize, dst: &mut Dst<'_, O>, r0: usize) {
+    let HiScratch { lo, hi, .. } = scratch;
+    let v = |l: u16, h: u8| -> O { O::from_u64(((h as u64 >> 3) << 16) | l as u64) };
+    match dst {
+        Dst::Rows(o) => {
+            let it = (lo[0][..n].iter().zip(&hi[0][..n]))
+                .zip(lo[1][..n].iter().zip(&hi[1][..n]))
+                .zip(lo[2][..n].iter().zip(&hi[2][..n]));
+            for (r, ((a, b), c)) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(it) {
+                r[0] = v(*a.0, *a.1);
+                r[1] = v(*b.0, *b.1);
+                r[2] = v(*c.0, *c.1);
+            }
+        }
+        Dst::Cols(c) => {
+            for (col, (l, h)) in c.iter_mut().zip(lo.iter().zip(hi.iter())) {
+                let it = col[r0..r0 + n].iter_mut().zip(l[..n].iter().zip(&h[..n]));
+                for (o, (&l, &h)) in it {
+                    *o = v(l, h);
+                }
+            }
         }
     }
 }
@@ -724,6 +853,8 @@ struct HiScratch {
     lo: [[u16; BLOCK]; 3],
     hi: [[u8; BLOCK]; 3],
     low: [[u8; BLOCK]; 3],
+    /// The codes' bits from 48 up ([`h3_split_in`]).
+    top: [u16; BLOCK],
 }
 
 impl HiScratch {
@@ -732,6 +863,7 @@ impl HiScratch {
             lo: [[0; BLOCK]; 3],
             hi: [[0; BLOCK]; 3],
             low: [[0; BLOCK]; 3],
+            top: [0; BLOCK],
         }
     }
 }
@@ -755,6 +887,60 @@ fn sk_route(lo: [&mut [u16]; 3], hi: [&mut [u8]; 3]) {
         };
         (lx[i], ly[i], lz[i]) = (route(tx[i]), route(ty[i]), route(tz[i]));
     }
+}
+
+/// [`sk_route`] on AVX2 for the leading multiple of 16 points; returns the points done.
+/// Each tag selects its axis's source and complement by byte shuffles of 16-bit masks
+/// (one table lookup a mask, where the scalar form derives them bit by bit).
+///
+/// # Safety
+/// AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sk_route_avx2(lo: [&mut [u16]; 3], hi: [&[u8]; 3]) -> usize {
+    use std::arch::x86_64::*;
+    /// Per tag value (bits 0-2): the mask selecting axis `j` (`j` < 3) or complementing
+    /// (`j` = 3), as [`sk_route`] reads the tag; both 128-bit lanes alike.
+    const fn table(j: usize) -> [u8; 32] {
+        let mut r = [0u8; 32];
+        let mut t = 0;
+        while t < 32 {
+            let v = t & 7;
+            let neg = (v & 1) + (v >> 1 & 1) + (v >> 2 & 1) == 2;
+            let sel = if neg { !v & 7 } else { v };
+            let on = if j == 3 { neg } else { sel >> j & 1 == 1 };
+            r[t] = if on { 0xff } else { 0 };
+            t += 1;
+        }
+        r
+    }
+    const TABLES: [[u8; 32]; 4] = [table(0), table(1), table(2), table(3)];
+    let n = lo[0].len();
+    assert!(lo.iter().all(|l| l.len() == n) && hi.iter().all(|h| h.len() == n));
+    let mut i = 0;
+    // SAFETY: AVX2 as the caller guarantees; every load and store lies within the first
+    // `n` values of each slice.
+    unsafe {
+        let tab = TABLES.map(|t| _mm256_loadu_si256(t.as_ptr().cast()));
+        let seven = _mm256_set1_epi16(7);
+        while i + 16 <= n {
+            let v = [0, 1, 2].map(|a| _mm256_loadu_si256(lo[a].as_ptr().add(i).cast()));
+            for a in 0..3 {
+                let t = _mm256_cvtepu8_epi16(_mm_loadu_si128(hi[a].as_ptr().add(i).cast()));
+                let t = _mm256_and_si256(t, seven);
+                // The tag in both bytes of its lane, so each byte looks up its half.
+                let t = _mm256_or_si256(t, _mm256_slli_epi16::<8>(t));
+                let m = tab.map(|tb| _mm256_shuffle_epi8(tb, t));
+                let r = _mm256_or_si256(
+                    _mm256_and_si256(v[0], m[0]),
+                    _mm256_or_si256(_mm256_and_si256(v[1], m[1]), _mm256_and_si256(v[2], m[2])),
+                );
+                _mm256_storeu_si256(lo[a].as_mut_ptr().add(i).cast(), _mm256_xor_si256(r, m[3]));
+            }
+            i += 16;
+        }
+    }
+    i
 }
 
 /// Levels `from .. to` (`to <= S::BITS`) of [`h3_skilling`] (`DEC`, upward) or of
@@ -993,6 +1179,15 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
     let mut scratch = HiScratch::new();
     for (bi, cb) in codes.chunks(BLOCK).enumerate() {
         let n = cb.len();
+        #[cfg(target_arch = "x86_64")]
+        if h3_splits::<U, L>(step, nbits) {
+            // SAFETY: `Nib` means AVX2; `h3_splits` checked the code width; chunks of
+            // BLOCK.
+            acc = acc.or(unsafe { h3_split_in(cb, &mut scratch) });
+            hi_levels(&mut scratch, n, nbits, true);
+            hi_out(&scratch, n, dst, bi * BLOCK);
+            continue;
+        }
         let (x, y, z) = (&mut xb[..n], &mut yb[..n], &mut zb[..n]);
         let mut cols = Dst::Cols([x, y, z]);
         // Skilling's transposed index has coordinate 0 most significant.
@@ -2774,12 +2969,7 @@ mod nib2 {
         }
     }
 
-    /// The OR of the `w`-byte little-endian words of `v`.
-    fn fold(v: [u8; 32], w: usize) -> u64 {
-        v.chunks_exact(w).fold(0, |a, c| {
-            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
-        })
-    }
+    use super::nib3::fold;
 
     /// Interleaves the first `n / 32 * 32` bytes of `a` (even bits) and `b` (odd bits),
     /// words of `w` bytes, into `2 * w`-byte codes at `out`. Returns the bytes of each
@@ -3641,11 +3831,23 @@ mod nib3 {
         }
     }
 
-    /// The OR of the `w`-byte little-endian words of `v`.
+    /// The OR of the `w`-byte little-endian words of `v` (`w` = 1, 2, 4 or 8): the OR of
+    /// its four 8-byte words, folded down to `w` bytes.
     pub(super) fn fold(v: [u8; 32], w: usize) -> u64 {
-        v.chunks_exact(w).fold(0, |a, c| {
-            a | c.iter().rev().fold(0u64, |x, &b| (x << 8) | b as u64)
-        })
+        debug_assert!(w.is_power_of_two() && w <= 8);
+        let mut x = v
+            .chunks_exact(8)
+            .fold(0, |a, c| a | u64::from_le_bytes(c.try_into().unwrap()));
+        let mut s = 32;
+        while s >= 8 * w {
+            x |= x >> s;
+            s /= 2;
+        }
+        if w < 8 {
+            x & ((1 << (8 * w)) - 1)
+        } else {
+            x
+        }
     }
 
     /// Codes (`OB` bytes) of the leading `n / (32 / W) * (32 / W)` points of `W`-byte
@@ -5150,6 +5352,38 @@ mod tests {
             bad[40] = m as u16;
             let e = decode_with::<u16, u8>(Kernel::Avx2, &bad, 3, nb, Curve::Hilbert, true, "c");
             assert!(format!("{:?}", e.err()).contains("row 40"), "nbits {nbits}");
+        }
+    }
+
+    /// A code wider than `3 * nbits` bits is reported with its row where `uint64` codes
+    /// go straight into split axes (`16 < nbits`, AVX2), in a block's vector part and its
+    /// tail, as on the portable kernel.
+    #[test]
+    fn out_of_range_codes_of_split_axes_name_their_row() {
+        for nbits in [17u32, 18, 21] {
+            for row in [40usize, 299] {
+                let m = 1u64 << (3 * nbits);
+                let mut codes: Vec<u64> = (0..300u64).map(|i| i * 0x9E37_79B9 % m).collect();
+                codes[row] = m | 5;
+                for k in [Kernel::Portable, Kernel::Avx2] {
+                    for cl in [false, true] {
+                        let e = decode_with::<u64, u32>(
+                            k,
+                            &codes,
+                            3,
+                            nbits as i64,
+                            Curve::Hilbert,
+                            cl,
+                            "c",
+                        );
+                        let e = format!("{:?}", e.err());
+                        assert!(
+                            e.contains(&format!("row {row} ")),
+                            "{k:?} nbits {nbits}: {e}"
+                        );
+                    }
+                }
+            }
         }
     }
 
