@@ -11,7 +11,9 @@ and with ``out=`` (sign flips and scale fused into the transform), and its inver
 fht-cpu user writes it (``np.multiply`` by the scaled signs, then fht-cpu in place;
 "fht rot"). Ratios: ordcore / fht-cpu (< 1: ordcore faster; "rot in/fht" sets the
 rotation against fht-cpu's bare transform, "rot/fhtrot" against fht-cpu's rotation) and
-out-of-place ordcore / memcpy. In-place runs start from
+out-of-place ordcore / memcpy. ``--aligned`` runs part 1 on arrays that start on a 64-byte
+boundary (NumPy's large arrays start 16 bytes past one, so half of every contender's
+32-byte loads and stores span two cache lines; ordcore's own results are allocated aligned). In-place runs start from
 the same data every time (restored untimed). fht-cpu is unnormalized; ordcore runs
 unnormalized here too (normalized costs the same: the scale rides along with the first
 pass), and outputs are checked equal first. fht-cpu is skipped with the reason printed when
@@ -79,8 +81,18 @@ def load() -> str:
         return "unknown"
 
 
+def aligned_like(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` starting on a 64-byte boundary (NumPy's large arrays start 16 bytes
+    past one)."""
+    buf = np.empty(a.nbytes + 64, dtype=np.uint8)
+    off = -buf.ctypes.data % 64
+    b = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    b[...] = a
+    return b
+
+
 def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
-          small_rows: int) -> list[dict[str, Any]]:
+          small_rows: int, aligned: bool = False) -> list[dict[str, Any]]:
     fc, note = fht_cpu_peer()
     print(f"peer: {note}" if fc else f"skipped fht-cpu: {note}")
     print(f"load average before: {load()}")
@@ -102,6 +114,8 @@ def part1(sizes: list[int], mib: float, reps: int, dtypes: list[str],
                 x = rng.standard_normal((rows, n)).astype(dt)
                 y = x.copy()
                 out = np.empty_like(x)
+                if aligned:
+                    x, y, out = aligned_like(x), aligned_like(y), aligned_like(out)
                 rot = hadamard.RandomizedHadamard(n, seed=1, dtype=dt)
                 if fc is not None:
                     want = hadamard.fwht(x[:4], normalized=False)
@@ -229,8 +243,12 @@ def main() -> None:
     ap.add_argument("--small-rows", type=int, default=8,
                     help="rows per call of the small-batch shape (called repeatedly)")
     ap.add_argument("--part2", action="store_true", help="also run part 2 (all cores, peers)")
+    ap.add_argument("--aligned", action="store_true",
+                    help="part 1 on arrays starting on a 64-byte boundary, for every contender "
+                         "(NumPy's large arrays start 16 bytes past one; torch's are aligned)")
     args = ap.parse_args()
-    single = part1(args.sizes, args.mib, args.reps, args.dtypes, args.small_rows)
+    print(f"arrays: {'64-byte aligned' if args.aligned else 'as NumPy allocates them'}")
+    single = part1(args.sizes, args.mib, args.reps, args.dtypes, args.small_rows, args.aligned)
     print()
     results: list[dict[str, Any]] = []
     if args.part2:
@@ -241,6 +259,7 @@ def main() -> None:
         "cpu_count": os.cpu_count(),
         "numpy": np.__version__,
         "batch_mib": args.mib,
+        "aligned": args.aligned,
         "reps": args.reps,
         "single_threaded_vs_fht_cpu": single,
         "results": results,
