@@ -163,6 +163,14 @@ def float_matrix_arg(
     return np.require(a, dtype=np.float32, requirements=["C", "A"])
 
 
+def c_array(a: Any, dtype: npt.DTypeLike | None = None) -> npt.NDArray[Any]:
+    """``np.ascontiguousarray(a, dtype)``, also copied when its start is not a multiple of
+    its element size: NumPy calls such a view (a buffer sliced at a byte offset)
+    C-contiguous, but the compiled layer cannot read it in place."""
+    arr = np.ascontiguousarray(a, dtype=dtype)
+    return arr if arr.flags.aligned else arr.copy()
+
+
 def id_array_arg(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.int64]:
     """``ids`` as a C-contiguous int64 vector of non-negative ids (a scalar becomes one id);
     ``n``, when given, is the number of rows of ``X`` they label."""
@@ -183,7 +191,7 @@ def id_array_arg(ids: Any, n: int | None, arg: str = "ids") -> npt.NDArray[np.in
             f"{arg}: entry {row} is {int(a[row])}; ids must be non-negative "
             "(-1 marks padding in search results)"
         )
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return c_array(a, np.int64)
 
 
 def lookup_ids_arg(ids: Any, arg: str) -> npt.NDArray[np.int64]:
@@ -205,7 +213,7 @@ def lookup_ids_arg(ids: Any, arg: str) -> npt.NDArray[np.int64]:
                 f"{arg}: id {int(a[big][0])} is not in the index (ids are int64, at most "
                 "2**63 - 1)"
             )
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return c_array(a, np.int64)
 
 
 def filter_arg(
@@ -220,7 +228,7 @@ def filter_arg(
             f"filter: must be a 1-D allow-list of ids or a 1-D bool bitmap, got shape {f.shape}"
         )
     if f.dtype == np.bool_:
-        return None, np.ascontiguousarray(f)
+        return None, c_array(f)
     if f.dtype.kind in "iu" and f.dtype.itemsize == 1:
         # A 0/1 mask read as ids would silently allow only ids 0 and 1.
         raise DTypeError(

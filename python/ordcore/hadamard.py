@@ -45,7 +45,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from ordcore import _core
 from ordcore import gpu as _gpu
-from ordcore._args import INT64_MAX, UINT64_MAX, int_arg, num_threads_arg
+from ordcore._args import INT64_MAX, UINT64_MAX, c_array, int_arg, num_threads_arg
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -166,15 +166,17 @@ def _rows_transform(
             inplace_kernel is not None
             and out_moved.dtype == cdt
             and out_moved.flags.c_contiguous
+            and out_moved.flags.aligned
             and out is arr
         ):
             inplace_kernel(out_moved.reshape(-1, n))
             return out
-    src = np.ascontiguousarray(moved, dtype=cdt).reshape(-1, n)
+    src = c_array(moved, cdt).reshape(-1, n)
     if (
         out is not None
         and out_moved.dtype == cdt
         and out_moved.flags.c_contiguous
+        and out_moved.flags.aligned
         and not np.may_share_memory(out, src)
     ):
         kernel(src, out_moved.reshape(-1, n))
@@ -208,6 +210,7 @@ def _fast_layout(x: object, axis: object, out: Any) -> TypeGuard[NDArray[Any]]:
                 and out.shape == x.shape
                 and out.dtype == x.dtype
                 and out.flags.c_contiguous
+                and out.flags.aligned
                 and out.flags.writeable
                 and not np.may_share_memory(out, x)
             )
@@ -218,6 +221,7 @@ def _fast_layout(x: object, axis: object, out: Any) -> TypeGuard[NDArray[Any]]:
         and x.dtype.isnative
         and x.dtype.char in "fd"
         and x.flags.c_contiguous
+        and x.flags.aligned
         and (out is not x or x.flags.writeable)
         and x.size > 0
     )
@@ -716,7 +720,7 @@ def srht(
     _check_size("x", n)
     seed = int_arg("seed", seed, 0, UINT64_MAX)
     moved = np.moveaxis(arr, ax, -1)
-    src = np.ascontiguousarray(moved, dtype=cdt).reshape(-1, n)
+    src = c_array(moved, cdt).reshape(-1, n)
     fn = _core.hadamard_srht_f32 if cdt == np.float32 else _core.hadamard_srht_f64
     res = np.asarray(fn(src, m, seed, num_threads_arg(num_threads)))
     res = res.reshape(moved.shape[:-1] + (int(m),)).astype(arr.dtype.newbyteorder("="), copy=False)

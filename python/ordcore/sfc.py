@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from ordcore import _core
 from ordcore import gpu as _gpu
+from ordcore._args import c_array as _c_array
 from ordcore._args import int_arg as _int_arg
 from ordcore._args import num_threads_arg as _threads
 from ordcore.errors import DTypeError, InvalidArgumentError
@@ -94,7 +95,7 @@ def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
         )
     if not arr.dtype.isnative:
         arr = arr.astype(arr.dtype.newbyteorder("="))
-    return np.ascontiguousarray(arr)
+    return _c_array(arr)
 
 
 def _axis0(axis0: str) -> bool:
@@ -160,7 +161,7 @@ def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
         common = np.result_type(*cols)
         if common.kind not in "iu":  # uint64 with a signed type: keep int64 semantics out
             common = np.dtype(np.uint64)
-        cols = [np.ascontiguousarray(c, dtype=common) for c in cols]
+        cols = [_c_array(c, common) for c in cols]
         return cols, len(cols)
     arr = _int_array("coords", coords, 2)
     return arr, arr.shape[1]
@@ -219,7 +220,7 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
     if bits != 64:
         g = g.astype(_UNSIGNED[bits])
     if separate:
-        t = np.ascontiguousarray(g.T)
+        t = _c_array(g.T)
         return tuple(t)
     return g
 
@@ -455,7 +456,7 @@ def inverse_permutation(p: npt.ArrayLike) -> npt.NDArray[np.int64]:
     arr = _int_array("p", p, 1)
     if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
         raise InvalidArgumentError("p: values exceed int64; not a permutation")
-    return _core.sfc_inverse_permutation(np.ascontiguousarray(arr, dtype=np.int64))
+    return _core.sfc_inverse_permutation(_c_array(arr, np.int64))
 
 
 class _SerializationFields(NamedTuple):
@@ -616,7 +617,7 @@ def serialize(
     if arr.ndim != 2 or arr.shape[1] != 3:
         raise InvalidArgumentError(f"points: must have shape (N, 3), got {arr.shape}")
     with np.errstate(over="ignore"):  # values beyond float32 become inf: reported by row
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
+        arr = _c_array(arr, np.float32)
     try:
         gs = float(grid_size)
     except (TypeError, ValueError):
@@ -638,7 +639,7 @@ def serialize(
                 raise InvalidArgumentError(
                     f"batch: row {int(neg[0])} has negative batch id {int(b[neg[0]])}"
                 )
-        b = np.ascontiguousarray(b, dtype=np.uint64)
+        b = _c_array(b, np.uint64)
     d = None if depth is None else _int_arg("depth", depth)
     code, order_, inverse, used = _core.sfc_serialize(
         arr, b, gs, d, _ser_order(order), origin, _threads(num_threads)
@@ -720,7 +721,7 @@ def deserialize(
     else:
         g = hilbert_decode(low, d, 3)
     if o.endswith("-trans"):
-        g = np.ascontiguousarray(g[:, [1, 0, 2]])
+        g = _c_array(g[:, [1, 0, 2]])
     return Deserialized(g, batch)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
-from ordcore._args import int_arg
+from ordcore._args import c_array, int_arg
 from ordcore.errors import (
     DTypeError,
     InternalError,
@@ -253,7 +253,7 @@ def _as_lengths(lengths: npt.ArrayLike) -> npt.NDArray[np.int64]:
         raise DTypeError(f"lengths: must be integers, got dtype {arr.dtype}")
     if arr.dtype == np.uint64 and int(arr.max()) > np.iinfo(np.int64).max:
         raise InvalidArgumentError("lengths: values exceed int64")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return c_array(arr, np.int64)
 
 
 def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ordcore._args import c_array
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = ["ShardedPackStream"]
@@ -57,7 +58,7 @@ def _as_ids(value: Any, index: int, what: str) -> npt.NDArray[np.int64]:
         )
     if arr.size and (arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer)):
         raise DTypeError(f"source: {what} of item {index} must be integers, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return c_array(arr, np.int64)
 
 
 class ShardedPackStream:

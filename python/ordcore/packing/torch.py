@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ordcore._args import c_array
 from ordcore.errors import DTypeError, InvalidArgumentError, MissingDependencyError
 
 try:
@@ -47,7 +48,7 @@ def _ids(value: Any, what: str, row: int) -> I64:
         raise InvalidArgumentError(f"features[{row}][{what!r}]: must be 1-D, got shape {arr.shape}")
     if arr.size and (arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer)):
         raise DTypeError(f"features[{row}][{what!r}]: must be integers, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return c_array(arr, np.int64)
 
 
 class PackedCollator:
