@@ -183,6 +183,25 @@ def test_every_sfc_kernel_matches_hilbertcurve_and_naive_morton(kernel: str) -> 
         assert out["kernel"] == "portable"
 
 
+@pytest.mark.parametrize(("variable", "module"), [("ORDCORE_SFC_KERNEL", "ordcore.sfc"),
+                                                  ("ORDCORE_HADAMARD_KERNEL", "ordcore.hadamard")])
+def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str) -> None:
+    """A misspelled cap is ignored by the core (the fastest kernel runs), so importing the
+    module says so (RuntimeWarning), as ORDCORE_ANN_KERNEL does; a valid cap is silent."""
+    import subprocess
+    import sys
+
+    def run(cap: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-c", f"import {module}"],
+                              env=dict(os.environ, **{variable: cap}), capture_output=True, text=True,
+                              timeout=120)
+
+    bad = run("avx-2")
+    assert bad.returncode != 0 and f"{variable}='avx-2' is not one of portable, avx2, avx512" in bad.stderr
+    for cap in ("portable", "avx2", "avx512", ""):
+        assert run(cap).returncode == 0, cap
+
+
 def test_separate_arrays_and_output_dtype_errors() -> None:
     x = np.arange(5, dtype=np.uint16)
     with pytest.raises(InvalidArgumentError, match="differ in length: coords\\[0\\] has 5 values, "

@@ -45,7 +45,14 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from ordcore import _core
 from ordcore import gpu as _gpu
-from ordcore._args import INT64_MAX, UINT64_MAX, c_array, int_arg, num_threads_arg
+from ordcore._args import (
+    INT64_MAX,
+    UINT64_MAX,
+    c_array,
+    int_arg,
+    num_threads_arg,
+    warn_unknown_kernel_cap,
+)
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -73,13 +80,17 @@ def kernel() -> str:
     """The SIMD path of the CPU transforms: ``"avx512"``, ``"avx2"`` or ``"portable"``.
 
     The best the CPU runs, capped by the environment variable ``ORDCORE_HADAMARD_KERNEL``
-    (read once per process). On ``"avx512"`` power-of-two rows (float32 and float64, any
+    (read once per process; a value other than these three is ignored, with a
+    ``RuntimeWarning`` at import). On ``"avx512"`` power-of-two rows (float32 and float64, any
     length) run hand-blocked kernels (several short rows per vector, up to 256 float32 / 128
     float64 elements in registers, radix-16/8 register passes above). Every path does the
     same additions in the same order, with the scale and signs applied to the input, so
     all paths return identical bits.
     """
     return _core.hadamard_kernel()
+
+
+warn_unknown_kernel_cap("ORDCORE_HADAMARD_KERNEL", ("portable", "avx2", "avx512"))
 
 
 def is_supported_size(n: int) -> bool:

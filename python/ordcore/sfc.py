@@ -40,6 +40,7 @@ from ordcore import gpu as _gpu
 from ordcore._args import c_array as _c_array
 from ordcore._args import int_arg as _int_arg
 from ordcore._args import num_threads_arg as _threads
+from ordcore._args import warn_unknown_kernel_cap as _warn_cap
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = [
@@ -108,9 +109,13 @@ def kernel() -> str:
     """The sfc compute kernel in use: ``"avx512"``, ``"avx2"`` or ``"portable"``.
 
     The best the CPU runs, capped by the environment variable ``ORDCORE_SFC_KERNEL`` (read
-    once per process). Every kernel gives identical results.
+    once per process; a value other than these three is ignored, with a ``RuntimeWarning``
+    at import). Every kernel gives identical results.
     """
     return _core.sfc_kernel()
+
+
+_warn_cap("ORDCORE_SFC_KERNEL", ("portable", "avx2", "avx512"))
 
 
 OutDType = npt.DTypeLike | Literal["narrowest"] | None
