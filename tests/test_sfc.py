@@ -202,6 +202,26 @@ def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str) -> No
         assert run(cap).returncode == 0, cap
 
 
+def test_python_lists_beyond_int64_are_range_errors_not_dtype_errors() -> None:
+    """NumPy turns a list holding an int of 2**63 or more into float64 (or object): such a
+    list is read as uint64 when it fits, else the first value outside [0, 2**64) is named."""
+    big = 2**62 + 5
+    assert np.array_equal(sfc.hilbert_decode([big], 21, 3),
+                          sfc.hilbert_decode(np.array([big], np.uint64), 21, 3))
+    with pytest.raises(InvalidArgumentError, match="index: row 1 has value 9223372036854775808, "
+                       "outside the allowed range \\[0, 2\\^63\\)"):
+        sfc.hilbert_decode([0, 2**63], 21, 3)
+    with pytest.raises(InvalidArgumentError, match="code: row 1 has value 18446744073709551616, "
+                       "outside the allowed range \\[0, 2\\^64\\)"):
+        sfc.morton_decode([0, 2**64], 21, 3)
+    with pytest.raises(InvalidArgumentError, match="index: row 1 has value -1"):
+        sfc.hilbert_decode([0, -1, 2**63], 21, 3)
+    with pytest.raises(InvalidArgumentError, match="coords: row 0 \\(column 1\\) has value 18446744073709551616"):
+        sfc.hilbert_encode([[0, 2**64, 0]], 21)
+    with pytest.raises(DTypeError, match="got float64"):
+        sfc.hilbert_decode([0.5, 2**63], 21, 3)
+
+
 def test_separate_arrays_and_output_dtype_errors() -> None:
     x = np.arange(5, dtype=np.uint16)
     with pytest.raises(InvalidArgumentError, match="differ in length: coords\\[0\\] has 5 values, "

@@ -79,9 +79,29 @@ SCAN_KINDS: tuple[str, ...] = (
 )
 
 
+def _big_int_list(name: str, value: object, arr: np.ndarray) -> np.ndarray:
+    """A Python sequence of ints that NumPy made float64 or object (a value beyond int64):
+    as uint64 when every value is in ``[0, 2**64)``, else an error naming the first row
+    outside it; ``arr`` unchanged when the values are not all ints."""
+    obj = np.asarray(value, dtype=object)
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in obj.flat):
+        return arr
+    for i, v in enumerate(obj.flat):
+        if not 0 <= int(v) < 1 << 64:
+            where = f"row {i}" if obj.ndim == 1 else "row {} (column {})".format(
+                *np.unravel_index(i, obj.shape)
+            )
+            raise InvalidArgumentError(
+                f"{name}: {where} has value {int(v)}, outside the allowed range [0, 2^64)"
+            )
+    return np.array([int(v) for v in obj.flat], dtype=np.uint64).reshape(obj.shape)
+
+
 def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
     """``value`` as a C-contiguous, native-endian integer array of rank ``ndim``."""
     arr = np.asarray(value)
+    if arr.dtype.kind in "fO" and arr.size and not isinstance(value, np.ndarray):
+        arr = _big_int_list(name, value, arr)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
             arr = arr.astype(np.uint64)  # an empty Python list: treat as empty input
