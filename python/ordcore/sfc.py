@@ -245,7 +245,7 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
     if bits != 64:
         g = g.astype(_UNSIGNED[bits])
     if separate:
-        t = _c_array(g.T)
+        t = np.ascontiguousarray(g.T)
         return tuple(t)
     return g
 
@@ -746,7 +746,7 @@ def deserialize(
     else:
         g = hilbert_decode(low, d, 3)
     if o.endswith("-trans"):
-        g = _c_array(g[:, [1, 0, 2]])
+        g = np.ascontiguousarray(g[:, [1, 0, 2]])
     return Deserialized(g, batch)
 
 

@@ -699,12 +699,7 @@ fn h3_skilling_hi<L: Word>(
         }
     }
     hi_levels(scratch, n, nbits, false);
-    let HiScratch { lo, hi, .. } = scratch;
-    for (v, (l, h)) in [x, y, z].into_iter().zip(lo.iter().zip(hi.iter())) {
-        for (o, (&l, &h)) in v.iter_mut().zip(l.iter().zip(h)) {
-            *o = cast(((h as u32 >> 3) << 16) | l as u32);
-        }
-    }
+    hi_out(scratch, n, &mut Dst::Cols([x, y, z]), 0);
 }
 
 /// The levels of [`h3_skilling_hi`] on the first `n` points of its split axes (see there),
@@ -784,22 +779,28 @@ unsafe fn h3_split_in<U: Word>(codes: &[U], scratch: &mut HiScratch) -> U {
     for (k, &c) in codes.iter().enumerate() {
         top[k] = (c.to_u64() >> 48) as u16;
     }
-    for (k, &c) in codes.iter().enumerate().skip(d) {
+    // The tails by the generic de-interleave (the low 16 bits of each axis kept).
+    for &c in &codes[d..] {
         acc = acc.or(c);
-        let c = c.to_u64();
-        for a in 0..3 {
-            lo[a][k] = (c >> sh[a]).compact2() as u16;
-        }
     }
+    let m3d = M3D::<u64>(2, 1, 0, PhantomData);
+    let [l0, l1, l2] = &mut *lo;
+    put3(
+        &codes[d..n],
+        d,
+        &mut Dst::Cols([&mut l0[..], &mut l1[..], &mut l2[..]]),
+        m3d,
+    );
     let hp = [0, 1, 2].map(|a| hi[a].as_mut_ptr());
     // SAFETY: as above; `top` holds n codes of at most 16 bits.
     let (d, _) = unsafe { nib3::decode16::<4, false>(top.as_ptr().cast(), n, hp, sh) };
-    for k in d..n {
-        let c = top[k] as u64;
-        for a in 0..3 {
-            hi[a][k] = (c >> sh[a]).compact2() as u8;
-        }
-    }
+    let [h0, h1, h2] = &mut *hi;
+    put3(
+        &top[d..n],
+        d,
+        &mut Dst::Cols([&mut h0[..], &mut h1[..], &mut h2[..]]),
+        m3d,
+    );
     // Skilling's Gray decode (as in [`h3_skilling`]) on the halves; bit 15 of `c >> 1`
     // is bit 0 of the high half of `c`.
     let [lx, ly, lz] = lo;
@@ -820,7 +821,6 @@ unsafe fn h3_split_in<U: Word>(codes: &[U], scratch: &mut HiScratch) -> U {
 
 /// Writes the first `n` points of the split axes after [`hi_levels`] to `dst` from row
 /// `r0`.
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn hi_out<O: Word>(scratch: &HiScratch, n: usize, dst: &mut Dst<'_, O>, r0: usize) {
     let HiScratch { lo, hi, .. } = scratch;
