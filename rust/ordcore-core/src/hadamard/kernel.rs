@@ -816,8 +816,8 @@ macro_rules! simd_kernel {
             }
 
             /// One group of `n > BLOCK` elements (a power of two): its `2^r` parts first
-            /// (recursively, depth first), then the top `r` stages in one pass, which
-            /// applies the output signs `osg`.
+            /// (register blocks in this loop, longer parts recursively, depth first), then
+            /// the top `r` stages in one pass, which applies the output signs `osg`.
             #[inline(always)]
             unsafe fn big<S: Src>(
                 inp: *const T, out: *mut T, n: usize, sg: Option<S>, osg: Option<S>, s: V,
@@ -825,20 +825,20 @@ macro_rules! simd_kernel {
             ) {
                 // SAFETY: the caller guarantees n elements at each pointer.
                 unsafe {
-                    if n <= BLOCK {
-                        let mut k = 0;
-                        while k < n {
-                            let (g, o) = (sg.map(|g| g.add(k)), osg.map(|o| o.add(k)));
-                            reg_block::<NV, S>(inp.add(k), out.add(k), g, o, s, c, NV);
-                            k += BLOCK;
-                        }
-                        return;
-                    }
                     let r = top_radix(n);
                     let sub = n >> r;
-                    for i in 0..1usize << r {
-                        let k = i * sub;
-                        big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), None, s, c);
+                    if sub == BLOCK {
+                        // Not a call per block: that costs as much as a radix pass.
+                        let mut k = 0;
+                        while k < n {
+                            reg_block::<NV, S>(inp.add(k), out.add(k), sg.map(|g| g.add(k)), None, s, c, NV);
+                            k += BLOCK;
+                        }
+                    } else {
+                        for i in 0..1usize << r {
+                            let k = i * sub;
+                            big_rec(inp.add(k), out.add(k), sub, sg.map(|g| g.add(k)), None, s, c);
+                        }
                     }
                     match r {
                         1 => radix_pass::<2, S>(out, n, sub, osg),
