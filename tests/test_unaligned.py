@@ -65,3 +65,23 @@ def test_packing_reads_unaligned_lengths() -> None:
     assert a.num_packs == b.num_packs
     assert np.array_equal(a.seq_index, b.seq_index)
     assert np.array_equal(a.pack_offsets, b.pack_offsets)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize(("shape", "axis"), [((64, 1024), -1), ((1024, 64), 0), ((4, 256, 8), 1),
+                                             ((768, 3), 0)])
+@pytest.mark.parametrize("fn", ["fwht", "ifwht", "forward", "inverse"])
+def test_new_hadamard_results_start_on_a_cache_line(dtype: Any, shape: tuple[int, ...],
+                                                    axis: int, fn: str) -> None:
+    # The documented layout of a new result: C-contiguous, 64-byte aligned, on every path
+    # (last axis or not, float16 cast back or not), with the bits of the last-axis call.
+    x = np.random.default_rng(7).standard_normal(shape).astype(dtype)
+    n = shape[axis]
+    rot = hadamard.RandomizedHadamard(n, seed=3, dtype=dtype)
+    call = {"fwht": hadamard.fwht, "ifwht": hadamard.ifwht, "forward": rot.forward,
+            "inverse": rot.inverse}[fn]
+    got = call(x, axis=axis)
+    assert got.flags.c_contiguous and got.ctypes.data % 64 == 0
+    assert got.dtype == dtype and got.shape == shape
+    want = np.moveaxis(call(np.ascontiguousarray(np.moveaxis(x, axis, -1))), -1, axis)
+    np.testing.assert_array_equal(got, want)

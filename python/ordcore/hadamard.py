@@ -195,13 +195,16 @@ def _rows_transform(
     res = _empty_aligned(src.shape, cdt)
     kernel(src, res)
     res_moved = res.reshape(moved.shape)
+    if out is None and last and out_dtype == cdt:
+        return res_moved
+    if out is None:
+        # One copy that casts (float16) and puts the axis back, into an aligned result.
+        out = _empty_aligned(arr.shape, out_dtype)
+        out_moved = out if last else np.moveaxis(out, axis, -1)
     # A float16 result beyond its range becomes inf (documented), without NumPy's warning.
     with np.errstate(over="ignore"):
-        if out is not None:
-            np.copyto(out_moved, res_moved, casting="unsafe")
-            return out
-        result = res_moved.astype(out_dtype, copy=False)
-    return result if last else np.ascontiguousarray(np.moveaxis(result, -1, axis))
+        np.copyto(out_moved, res_moved, casting="unsafe")
+    return out
 
 
 def _fast_layout(x: object, axis: object, out: Any) -> TypeGuard[NDArray[Any]]:
@@ -359,9 +362,12 @@ def fwht(
     Returns
     -------
     ndarray
-        Same shape and dtype as ``x`` (``out`` when given). float16 is computed in float32
-        and the scale applied before the cast back, so it overflows only where the result
-        itself is not representable. NaN and inf propagate as IEEE arithmetic says.
+        Same shape and dtype as ``x`` (``out`` when given), C-contiguous; a new array
+        starts on a 64-byte boundary (NumPy's large arrays start 16 bytes past one, which
+        splits every other 32-byte vector across two cache lines in the next kernel that
+        reads it). float16 is computed in float32 and the scale applied before the cast
+        back, so it overflows only where the result itself is not representable. NaN and
+        inf propagate as IEEE arithmetic says.
 
     Raises
     ------
