@@ -737,3 +737,44 @@ def test_rotation_fast_path_equals_the_general_path(dt: type) -> None:
             rot.forward(np.ones((n_rows, 64), dtype=dt), num_threads=0)
         with pytest.raises(ValueError, match="num_threads"):
             had.fwht(np.ones((n_rows, 64), dtype=dt), num_threads=0)
+
+
+def test_rotation_dtype_is_native_and_none_means_the_default() -> None:
+    # A big-endian dtype used to be kept as is: results came back big-endian and no out=
+    # matched it (out's byte order was normalized before the comparison).
+    x = rand((2, 16), 3, np.float32)
+    rot = had.RandomizedHadamard(16, seed=1, dtype=">f4")
+    want = had.RandomizedHadamard(16, seed=1, dtype=np.float32).forward(x)
+    assert rot.dtype == np.float32 and rot.forward(x).dtype == np.dtype("=f4")
+    np.testing.assert_array_equal(rot.forward(x), want)
+    for out in (np.empty((2, 16), "<f4"), np.empty((2, 16), ">f4")):
+        assert rot.forward(x, out=out) is out
+        np.testing.assert_array_equal(out, want)
+    assert had.RandomizedHadamard(16, seed=1, dtype=None).dtype == np.float32
+
+
+def test_hadamard_matrix_dtype_and_negative_size_errors() -> None:
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"n: .*got -4"):
+        had.hadamard_matrix(-4)
+    for dt in (np.uint8, np.uint32, bool):
+        with pytest.raises(ordcore.DTypeError, match="dtype"):
+            had.hadamard_matrix(4, dtype=dt)
+    assert had.hadamard_matrix(4, dtype=None).dtype == np.float64
+    np.testing.assert_array_equal(had.hadamard_matrix(4, dtype=np.int8), scipy.linalg.hadamard(4))
+
+
+def test_normalized_must_be_a_bool() -> None:
+    x = rand((2, 16), 4, np.float32)
+    for bad in ("no", 0, 1.0, None, np.array([True, False])):
+        with pytest.raises(ordcore.InvalidArgumentError, match="normalized: must be a bool"):
+            had.fwht(x, normalized=bad)  # type: ignore[arg-type]
+        with pytest.raises(ordcore.InvalidArgumentError, match="normalized: must be a bool"):
+            had.ifwht(x.T, axis=0, normalized=bad)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(had.fwht(x, normalized=np.bool_(False)),
+                                  had.fwht(x, normalized=False))
+
+
+def test_srht_names_an_unsupported_length_before_m() -> None:
+    for n, m in ((10, 100), (0, 1), (14, 1000)):
+        with pytest.raises(ordcore.InvalidArgumentError, match=rf"x: {n} is not a supported"):
+            had.srht(np.ones((2, n)), m, seed=1)

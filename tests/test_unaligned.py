@@ -69,12 +69,13 @@ def test_packing_reads_unaligned_lengths() -> None:
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 @pytest.mark.parametrize(("shape", "axis"), [((64, 1024), -1), ((1024, 64), 0), ((4, 256, 8), 1),
-                                             ((768, 3), 0)])
+                                             ((768, 3), 0), ((0, 64), -1), ((3, 0, 16), 2)])
 @pytest.mark.parametrize("fn", ["fwht", "ifwht", "forward", "inverse"])
 def test_new_hadamard_results_start_on_a_cache_line(dtype: Any, shape: tuple[int, ...],
                                                     axis: int, fn: str) -> None:
     # The documented layout of a new result: C-contiguous, 64-byte aligned, on every path
-    # (last axis or not, float16 cast back or not), with the bits of the last-axis call.
+    # (last axis or not, float16 cast back or not, empty batches), with the bits of the
+    # last-axis call.
     x = np.random.default_rng(7).standard_normal(shape).astype(dtype)
     n = shape[axis]
     rot = hadamard.RandomizedHadamard(n, seed=3, dtype=dtype)

@@ -67,6 +67,14 @@ def int_arg(
     return v
 
 
+def bool_arg(name: str, value: object) -> bool:
+    """``value`` as a Python bool: ``True``, ``False`` or a NumPy bool; anything else (a
+    string such as ``"no"`` is truthy) raises :class:`InvalidArgumentError` naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{name}: must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
 def size_arg(name: str, value: object, lo: int = 0) -> int:
     """A count or size: an int in ``[lo, 2**63 - 1]``."""
     return int_arg(name, value, lo, INT64_MAX)

@@ -57,6 +57,7 @@ import numpy.typing as npt
 from ordcore import _core
 from ordcore import gpu as _gpu
 from ordcore._args import (
+    bool_arg,
     filter_arg,
     lookup_ids_arg,
     float_matrix_arg,
@@ -728,10 +729,7 @@ def choose_codes(
         raise InvalidArgumentError(
             f"rotation: must be 'auto', None or 'hadamard', got {rotation!r}"
         )
-    if not isinstance(prefer_8_bits, (bool, np.bool_)):
-        raise InvalidArgumentError(
-            f"prefer_8_bits: must be a bool, got {type(prefer_8_bits).__name__}"
-        )
+    bool_arg("prefer_8_bits", prefer_8_bits)
     if target is None:
         target = CHOICE_TARGET
     if (

@@ -48,6 +48,7 @@ from ordcore import gpu as _gpu
 from ordcore._args import (
     INT64_MAX,
     UINT64_MAX,
+    bool_arg,
     c_array,
     int_arg,
     num_threads_arg,
@@ -115,8 +116,10 @@ def supported_sizes(max_n: int) -> list[int]:
 def _check_size(arg: str, n: int) -> None:
     if n > INT64_MAX:
         raise InvalidArgumentError(f"{arg}: must be at most 2**63 - 1, got {n}")
+    if n < 0:
+        raise InvalidArgumentError(f"{arg}: must be a supported size (a positive length), got {n}")
     if not is_supported_size(n):
-        raise InvalidArgumentError(_core.hadamard_unsupported_size_message(arg, max(n, 0)))
+        raise InvalidArgumentError(_core.hadamard_unsupported_size_message(arg, n))
 
 
 def _compute_dtype(arg: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
@@ -207,6 +210,11 @@ def _rows_transform(
     return out
 
 
+def _normalized_arg(value: object) -> bool:
+    """``normalized`` checked (:func:`bool_arg`), without a call for a plain bool."""
+    return value if type(value) is bool else bool_arg("normalized", value)
+
+
 def _fast_layout(x: object, axis: object, out: Any) -> TypeGuard[NDArray[Any]]:
     """Whether a call takes the fast path: ``x`` a non-empty native float32/float64 ndarray,
     C-contiguous, transformed along its last axis, in place (``out is x``, writeable), into
@@ -266,7 +274,8 @@ def _empty_aligned(shape: tuple[int, ...], dtype: np.dtype[Any]) -> NDArray[Any]
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     buf = np.empty(nbytes + _ALIGN, dtype=np.uint8)
     off = -buf.ctypes.data % _ALIGN
-    return buf[off : off + nbytes].view(dt).reshape(shape)
+    # Sliced in two steps: NumPy starts an empty slice at its base's start, not at ``off``.
+    return buf[off : off + max(nbytes, 1)][:nbytes].view(dt).reshape(shape)
 
 
 def _new_or_out(rows: NDArray[Any], out: NDArray[Any] | None) -> NDArray[Any]:
@@ -352,7 +361,8 @@ def fwht(
     axis : int
         The axis to transform (negative counts from the end).
     normalized : bool
-        Scale by ``1/sqrt(n)`` (default) or not at all.
+        Scale by ``1/sqrt(n)`` (default) or not at all; a NumPy bool is accepted, anything
+        else (a string is truthy) raises :class:`~ordcore.InvalidArgumentError`.
     out : ndarray, optional
         Array of ``x``'s shape and dtype to write into; may be ``x`` itself (in place) or
         overlap it in any way (the result is computed before it is written).
@@ -382,6 +392,7 @@ def fwht(
     MemoryError
         The scratch row would not fit in memory.
     """
+    normalized = _normalized_arg(normalized)
     if type(x) is not np.ndarray and _gpu.is_device_array(x):
         return _gpu.hadamard.fwht(x, axis=axis, normalized=normalized, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(x, axis, normalized, False, out, num_threads)
@@ -402,6 +413,7 @@ def ifwht(
     also the adjoint (backward pass) of the normalized transform. Parameters, returns and
     errors as for :func:`fwht`.
     """
+    normalized = _normalized_arg(normalized)
     if type(y) is not np.ndarray and _gpu.is_device_array(y):
         return _gpu.hadamard.fwht(y, axis=axis, normalized=normalized, inverse=True, out=out)  # type: ignore[no-any-return]
     return _fwht_impl(y, axis, normalized, True, out, num_threads)
@@ -416,7 +428,8 @@ def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     n : int
         A supported size, at most 16384 (the dense matrix is meant for tests and for reading H_K).
     dtype : dtype
-        Output dtype (any NumPy numeric dtype; default float64).
+        Output dtype: a signed integer, float or complex dtype (default, and ``None``:
+        float64).
 
     Returns
     -------
@@ -427,12 +440,19 @@ def hadamard_matrix(n: int, *, dtype: DTypeLike = np.float64) -> NDArray[Any]:
     Raises
     ------
     InvalidArgumentError
-        Unsupported or too large ``n``.
+        Unsupported, negative or too large ``n``.
+    DTypeError
+        An unsigned integer or bool ``dtype`` (it cannot hold ``-1``).
     """
     n = int_arg("n", n, None, None)
     _check_size("n", n)
-    h = _core.hadamard_matrix(n)
-    return np.asarray(h, dtype=dtype)
+    dt = np.dtype(np.float64 if dtype is None else dtype)
+    if dt.kind not in "ifc":
+        raise DTypeError(
+            f"dtype: {dt} cannot hold the entries +1 and -1 (use a signed integer, float or "
+            f"complex dtype)"
+        )
+    return np.asarray(_core.hadamard_matrix(n), dtype=dt)
 
 
 def pad_to_supported(
@@ -471,9 +491,10 @@ def pad_to_supported(
 
 
 def _rotation_dtype(dtype: DTypeLike) -> np.dtype[Any]:
-    dt = np.dtype(dtype)
+    """``dtype`` (``None``: the default float32) in native byte order, as results are."""
+    dt = np.dtype(np.float32 if dtype is None else dtype)
     _compute_dtype("dtype", dt)
-    return dt
+    return dt.newbyteorder("=")
 
 
 class RandomizedHadamard:
@@ -502,8 +523,9 @@ class RandomizedHadamard:
         Number of sign-and-transform rounds, 1 to 64.
     group_size : int, optional
         A supported size dividing ``n``.
-    dtype : float16, float32 (default) or float64
-        The dtype :meth:`forward` / :meth:`inverse` return (float16 computes in float32).
+    dtype : float16, float32 (default, and ``None``) or float64
+        The dtype :meth:`forward` / :meth:`inverse` return (float16 computes in float32),
+        in native byte order whatever the byte order given.
 
     Raises
     ------
@@ -731,10 +753,10 @@ def srht(
     ax = _normalize_axis(axis, arr.ndim)
     n = arr.shape[ax]
     cdt = _compute_dtype("x", arr.dtype)
+    _check_size("x", n)
     m = int_arg("m", m, None, None)
     if not 1 <= m <= n:
         raise InvalidArgumentError(f"m: must be between 1 and the input length n = {n}, got {m}")
-    _check_size("x", n)
     seed = int_arg("seed", seed, 0, UINT64_MAX)
     moved = np.moveaxis(arr, ax, -1)
     src = c_array(moved, cdt).reshape(-1, n)
