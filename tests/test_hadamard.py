@@ -778,3 +778,15 @@ def test_srht_names_an_unsupported_length_before_m() -> None:
     for n, m in ((10, 100), (0, 1), (14, 1000)):
         with pytest.raises(ordcore.InvalidArgumentError, match=rf"x: {n} is not a supported"):
             had.srht(np.ones((2, n)), m, seed=1)
+
+
+def test_axis_type_errors_match_the_other_integer_arguments() -> None:
+    x = rand((2, 16), 5, np.float32)
+    for bad in (True, np.True_, 1.0, "1", None, [1]):
+        with pytest.raises(ordcore.DTypeError, match="axis: must be an integer"):
+            had.fwht(x, axis=bad)  # type: ignore[arg-type]
+        with pytest.raises(ordcore.DTypeError, match="axis: must be an integer"):
+            had.RandomizedHadamard(16, seed=1).forward(x, axis=bad)  # type: ignore[arg-type]
+    with pytest.raises(ordcore.InvalidArgumentError, match="axis: 2 is out of range"):
+        had.fwht(x, axis=2)
+    np.testing.assert_array_equal(had.fwht(x, axis=np.int64(-1)), had.fwht(x, axis=1))

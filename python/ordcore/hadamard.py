@@ -133,8 +133,9 @@ def _compute_dtype(arg: str, dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def _normalize_axis(axis: int, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise InvalidArgumentError(f"axis: must be an integer, got {axis!r}")
+    """``axis`` in ``[0, ndim)``: a bool or non-integer is a DTypeError (as for every
+    integer argument, :func:`int_arg`), one out of range an InvalidArgumentError."""
+    axis = int_arg("axis", axis, None, None)
     if not -ndim <= axis < ndim:
         raise InvalidArgumentError(f"axis: {axis} is out of range for an array of {ndim} dimensions")
     return int(axis) % ndim
@@ -385,7 +386,8 @@ def fwht(
         Unsupported ``n`` (the message lists the nearest supported sizes), ``axis`` out of
         range, a 0-d input, ``out`` of the wrong shape or read-only.
     DTypeError
-        Integer, boolean, complex or object input, or ``out`` of another dtype.
+        Integer, boolean, complex or object input, ``out`` of another dtype, or an ``axis``
+        that is not an integer (a bool included).
     KeyboardInterrupt
         Ctrl-C during a long call (checked every few thousand elements); rows of ``out``
         (or of ``x`` in place) may then be left partly transformed.
@@ -745,9 +747,10 @@ def srht(
     Raises
     ------
     InvalidArgumentError
-        ``m > n`` or ``m < 1``, unsupported ``n``, bad ``axis`` or ``seed``.
+        ``m > n`` or ``m < 1``, unsupported ``n``, ``axis`` out of range, ``seed`` outside
+        ``[0, 2**64)``.
     DTypeError
-        Non-float input.
+        Non-float input; ``m``, ``seed`` or ``axis`` not an integer (a bool included).
     """
     arr = _as_input("x", x)
     ax = _normalize_axis(axis, arr.ndim)
