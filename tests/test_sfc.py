@@ -946,3 +946,65 @@ def test_decode_separate_must_be_a_bool(ndim: int, bad: object) -> None:
             decode(np.arange(8, dtype=np.uint64), 4, ndim, separate=bad)  # type: ignore[arg-type]
     assert isinstance(sfc.morton_decode(np.arange(8, dtype=np.uint64), 4, ndim,
                                         separate=np.bool_(True)), tuple)
+
+
+def test_serialization_pickles_copies_and_replaces_with_depth_and_curve() -> None:
+    import copy
+    import pickle
+
+    pts = np.random.default_rng(3).random((50, 3))
+    s = sfc.serialize(pts, 0.1, "hilbert-trans")
+    for t in (pickle.loads(pickle.dumps(s)), copy.copy(s), copy.deepcopy(s)):
+        assert isinstance(t, sfc.Serialization)
+        assert (t.depth, t.curve) == (s.depth, s.curve)
+        for a, b in zip(t, s):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sfc.deserialize(t).grid_coord, sfc.deserialize(s).grid_coord)
+    r = s._replace(order=s.order[::-1])
+    assert (r.depth, r.curve) == (s.depth, s.curve) and r.order[0] == s.order[-1]
+    assert s._replace(depth=s.depth + 1).depth == s.depth + 1
+    with pytest.raises(ValueError, match="unexpected field"):
+        s._replace(codes=s.code)
+
+
+def test_adaptive_depth_error_names_the_row_that_needs_depth_22() -> None:
+    # A grid coordinate of 2**21 - 1 makes Pointcept's depth int(max + 1).bit_length() = 22;
+    # the error used to name row 0 (grid [5, 5, 5]) as being at or above 2^21.
+    pts = np.array([[5, 5, 5], [0, 0, 0], [2**21 - 1, 0, 0]], np.float32)
+    with pytest.raises(InvalidArgumentError, match=r"row 2 = .* of 2097151 .*= 22.*depth=21"):
+        sfc.serialize(pts, 1.0)
+    s = sfc.serialize(pts, 1.0, depth=21)
+    assert s.depth == 21
+    assert sfc.deserialize(s).grid_coord.tolist() == pts.astype(np.uint64).tolist()
+    far = np.array([[1, 1, 1], [0, 0, 0], [0, 3e6, 0]])
+    with pytest.raises(InvalidArgumentError, match=r"row 2 = .*2\^21 or more.*adaptive depth cannot exceed 21"):
+        sfc.serialize(far, 1.0)
+    with pytest.raises(InvalidArgumentError, match=r"row 2 = .* of 4 .*at or above 2\^depth = 4 \(depth = 2\)"):
+        sfc.serialize(np.array([[1.0, 1, 1], [0, 0, 0], [0, 0, 4]]), 1.0, depth=2)
+
+
+def test_grid_size_must_be_a_number_that_fits_a_float() -> None:
+    pts = np.zeros((2, 3))
+    with pytest.raises(InvalidArgumentError, match="grid_size: is too large"):
+        sfc.serialize(pts, 10**400)
+    for bad in (True, np.True_, "0.5", b"1"):
+        with pytest.raises(DTypeError, match="grid_size: must be a number"):
+            sfc.serialize(pts, bad)  # type: ignore[arg-type]
+
+
+def test_sfc_argument_errors_name_the_right_argument() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"order: order\[1\] = 7 is outside"):
+        sfc.locality([0, 7, 2, 3], 2, 2)
+    with pytest.raises(InvalidArgumentError, match="order: value 1 appears twice"):
+        sfc.locality([1, 1, 2, 3], 2, 2)
+    with pytest.raises(InvalidArgumentError, match=r"p: p\[1\] = 7 is outside"):
+        sfc.inverse_permutation([0, 7])
+    with pytest.raises(InvalidArgumentError, match="D = 65 axes exceed it even at nbits = 1"):
+        sfc.hilbert_decode([1], 1, 65)
+    # uint64 with a signed array: the negative value is shown as itself, not wrapped.
+    with pytest.raises(InvalidArgumentError, match=r"row 1 \(column 1\) has value -1"):
+        sfc.hilbert_encode((np.array([1, 2], np.uint64), np.array([0, -1])), 4)
+    for call in (lambda: sfc.hilbert_encode([[1, 2], [3]], 4),
+                 lambda: sfc.morton_decode([[1], [2, 3]], 4, 2)):
+        with pytest.raises(InvalidArgumentError, match="not a rectangular array"):
+            call()

@@ -99,7 +99,10 @@ def _big_int_list(name: str, value: object, arr: np.ndarray) -> np.ndarray:
 
 def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
     """``value`` as a C-contiguous, native-endian integer array of rank ``ndim``."""
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:  # a ragged nested list
+        raise InvalidArgumentError(f"{name}: not a rectangular array ({e})") from None
     if arr.dtype.kind in "fO" and arr.size and not isinstance(value, np.ndarray):
         arr = _big_int_list(name, value, arr)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
@@ -185,6 +188,13 @@ def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
                 )
         common = np.result_type(*cols)
         if common.kind not in "iu":  # uint64 with a signed type: keep int64 semantics out
+            for i, c in enumerate(cols):  # a negative value would wrap in uint64: name it
+                neg = np.flatnonzero(c < 0) if c.dtype.kind == "i" else ()
+                if len(neg):
+                    raise InvalidArgumentError(
+                        f"coords: row {int(neg[0])} (column {i}) has value "
+                        f"{int(c[neg[0]])}, outside the allowed range [0, 2^nbits)"
+                    )
             common = np.dtype(np.uint64)
         cols = [_c_array(c, common) for c in cols]
         return cols, len(cols)
@@ -478,10 +488,14 @@ def inverse_permutation(p: npt.ArrayLike) -> npt.NDArray[np.int64]:
     InvalidArgumentError
         ``p`` is not a permutation (the message names the first bad position).
     """
-    arr = _int_array("p", p, 1)
+    return _inverse_permutation(_int_array("p", p, 1), "p")
+
+
+def _inverse_permutation(arr: np.ndarray, arg: str) -> npt.NDArray[np.int64]:
+    """:func:`inverse_permutation` of the integer array ``arr``, errors naming ``arg``."""
     if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-        raise InvalidArgumentError("p: values exceed int64; not a permutation")
-    return _core.sfc_inverse_permutation(_c_array(arr, np.int64))
+        raise InvalidArgumentError(f"{arg}: values exceed int64; not a permutation")
+    return _core.sfc_inverse_permutation(_c_array(arr, np.int64), arg)
 
 
 class _SerializationFields(NamedTuple):
@@ -534,6 +548,18 @@ class Serialization(_SerializationFields):
             f"Serialization(code={self.code!r}, order={self.order!r}, "
             f"inverse={self.inverse!r}, depth={self.depth}, curve={self.curve!r})"
         )
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        # pickle and copy rebuild it through __new__, which needs depth and curve too.
+        return (self.code, self.order, self.inverse, self.depth, self.curve)
+
+    def _replace(self, **fields: Any) -> Serialization:
+        """A copy with some fields (or ``depth`` / ``curve``) replaced, as a NamedTuple's."""
+        now = dict(zip(self._fields, self), depth=self.depth, curve=self.curve)
+        unknown = sorted(set(fields) - set(now))
+        if unknown:
+            raise ValueError(f"Got unexpected field names: {unknown!r}")
+        return Serialization(**{**now, **fields})
 
 
 class Deserialized(NamedTuple):
@@ -627,12 +653,15 @@ def serialize(
     Raises
     ------
     DTypeError
-        Non-real points, non-integer batch.
+        Non-real points, non-integer batch, a ``grid_size`` that is not a number (a bool
+        or string included).
     InvalidArgumentError
         Wrong shapes, NaN or inf in ``points`` (row named, also after the float32 cast),
-        ``grid_size <= 0`` or not finite, ``depth`` outside ``1..21``, a grid coordinate
-        ``>= 2**depth`` (or ``>= 2**21`` for the adaptive depth; row named), a negative or
-        too large batch id (row named), an unknown ``origin``.
+        ``grid_size <= 0``, not finite or beyond float64, ``depth`` outside ``1..21``, a
+        grid coordinate ``>= 2**depth`` (row named); for the adaptive depth, one of
+        ``2**21 - 1`` or more, which would make the depth 22 (row named; ``depth=21`` holds
+        a coordinate of exactly ``2**21 - 1``); a negative or too large batch id (row
+        named), an unknown ``origin``.
     MemoryError
         The call would need more memory than the machine has (about 60 bytes a point).
     """
@@ -643,8 +672,12 @@ def serialize(
         raise InvalidArgumentError(f"points: must have shape (N, 3), got {arr.shape}")
     with np.errstate(over="ignore"):  # values beyond float32 become inf: reported by row
         arr = _c_array(arr, np.float32)
+    if isinstance(grid_size, (bool, np.bool_, str, bytes)):
+        raise DTypeError(f"grid_size: must be a number, got {type(grid_size).__name__}")
     try:
         gs = float(grid_size)
+    except OverflowError:
+        raise InvalidArgumentError("grid_size: is too large for a float") from None
     except (TypeError, ValueError):
         raise DTypeError(
             f"grid_size: must be a number, got {type(grid_size).__name__}"
@@ -791,7 +824,7 @@ def locality(order: npt.ArrayLike, height: int, width: int) -> Locality:
         raise InvalidArgumentError(
             f"order: has {p.shape[0]} entries, expected height * width = {h * w}"
         )
-    inverse_permutation(p)  # validates it is a permutation
+    _inverse_permutation(p, "order")  # validates it is a permutation
     p = p.astype(np.int64, copy=False)
     r, c = np.divmod(p, w)
     dr = np.diff(r)

@@ -136,11 +136,14 @@ fn sfc_scan_order<'py>(
 fn sfc_inverse_permutation<'py>(
     py: Python<'py>,
     p: PyReadonlyArray1<'py, i64>,
+    arg: &str,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    // The argument the errors name: `locality`'s `order`, else `inverse_permutation`'s `p`.
+    let arg = if arg == "order" { "order" } else { "p" };
     let s = p
         .as_slice()
-        .map_err(|_| invalid("p", "must be C-contiguous"))?;
-    let v = runtime::run(py, None, move || scan::inverse_permutation(s))?;
+        .map_err(|_| invalid(arg, "must be C-contiguous"))?;
+    let v = runtime::run(py, None, move || scan::inverse_permutation(s, arg))?;
     Ok(v.into_pyarray(py))
 }
 

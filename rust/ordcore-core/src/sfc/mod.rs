@@ -96,13 +96,17 @@ pub fn check_width(ndim: usize, nbits: i64) -> Result<u32> {
         ));
     }
     if (ndim as i128) * (nbits as i128) > 64 {
+        let fits = if ndim > 64 {
+            format!("D = {ndim} axes exceed it even at nbits = 1")
+        } else {
+            format!("with D = {ndim}, nbits can be at most {}", 64 / ndim)
+        };
         return Err(Error::invalid(
             "nbits",
             format!(
                 "D * nbits = {ndim} * {nbits} = {} exceeds the 64-bit limit of a uint64 index \
-                 (with D = {ndim}, nbits can be at most {})",
-                (ndim as i128) * (nbits as i128),
-                64 / ndim
+                 ({fits})",
+                (ndim as i128) * (nbits as i128)
             ),
         ));
     }

@@ -222,20 +222,20 @@ pub fn gilbert(width: i64, height: i64, mut visit: impl FnMut(i64, i64)) {
     }
 }
 
-/// The inverse of a permutation `p` of `0..n` (`q[p[i]] = i`); fails naming the first
-/// position where `p` is out of range or repeats a value.
-pub fn inverse_permutation(p: &[i64]) -> Result<Vec<i64>> {
+/// The inverse of a permutation `p` of `0..n` (`q[p[i]] = i`); fails naming the argument
+/// `arg` and the first position where `p` is out of range or repeats a value.
+pub fn inverse_permutation(p: &[i64], arg: &'static str) -> Result<Vec<i64>> {
     let n = p.len();
     let mut q = vec![-1i64; n];
     for (i, &v) in p.iter().enumerate() {
         ensure!(
             v >= 0 && (v as u64) < n as u64,
-            "p",
-            "p[{i}] = {v} is outside [0, {n}): not a permutation"
+            arg,
+            "{arg}[{i}] = {v} is outside [0, {n}): not a permutation"
         );
         ensure!(
             q[v as usize] < 0,
-            "p",
+            arg,
             "value {v} appears twice (at positions {} and {i}): not a permutation",
             q[v as usize]
         );
@@ -273,7 +273,7 @@ mod tests {
         ] {
             for k in KINDS {
                 let p = scan_order(h, w, k).unwrap();
-                let q = inverse_permutation(&p).unwrap();
+                let q = inverse_permutation(&p, "p").unwrap();
                 assert_eq!(q.len() as i64, h * w, "{k:?} {h}x{w}");
             }
         }
@@ -312,8 +312,11 @@ mod tests {
     fn rejects_bad_sizes_and_permutations() {
         assert!(scan_order(0, 3, ScanKind::Raster).is_err());
         assert!(scan_order(3, -1, ScanKind::Raster).is_err());
-        assert!(inverse_permutation(&[0, 0]).is_err());
-        assert!(inverse_permutation(&[0, 2]).is_err());
+        assert!(inverse_permutation(&[0, 0], "p").is_err());
+        let e = inverse_permutation(&[0, 2], "order")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("order: order[1] = 2 is outside"), "{e}");
         assert!(ScanKind::parse("zigzag").is_err());
     }
 }

@@ -98,8 +98,8 @@ const CHUNK: usize = 1 << 14;
 /// `bit_length(max grid coordinate + 1)` (Pointcept `Point.serialization`).
 ///
 /// Fails on non-finite points or `grid_size`, `grid_size <= 0` (also after rounding to
-/// `f32`), `depth` outside `1..=21`, grid coordinates `>= 2^depth` (or `>= 2^21` for the
-/// adaptive depth), batch ids that do not fit in the `64 - 3 * depth` high bits, too little
+/// `f32`), `depth` outside `1..=21`, grid coordinates `>= 2^depth` (for the adaptive
+/// depth, `>= 2^21 - 1`, which would make it 22), batch ids that do not fit in the `64 - 3 * depth` high bits, too little
 /// memory, or an interrupt.
 pub fn serialize(
     points: &[f32],
@@ -185,36 +185,58 @@ pub fn serialize(
             .map(grid_chunk)
             .try_fold(0, |a, b| b.map(|b| a.max(b)))?
     };
+    let adaptive = depth.is_none();
     let depth = match depth {
         Some(d) => d as u32,
         // Pointcept: int(grid_coord.max() + 1).bit_length().
         None => (64 - (gmax as u64 + 1).leading_zeros()).min(MAX_DEPTH + 1),
     };
     if depth > MAX_DEPTH || gmax as u64 >= 1u64 << depth {
-        let row = grid
+        // The first row holding a coordinate that breaks the depth: for the adaptive depth,
+        // one whose bit_length(v + 1) exceeds 21 (v >= 2^21 - 1), else one >= 2^depth.
+        let breaks = |v: u32| {
+            if adaptive {
+                v as u64 + 1 >= 1u64 << MAX_DEPTH
+            } else {
+                v as u64 >= 1u64 << depth
+            }
+        };
+        let (row, v) = grid
             .iter()
-            .position(|g| g.iter().any(|&v| v as u64 >= 1u64 << depth.min(MAX_DEPTH)))
-            .unwrap_or(0);
+            .enumerate()
+            .find_map(|(i, g)| g.iter().copied().find(|&v| breaks(v)).map(|v| (i, v)))
+            .expect("the largest grid coordinate is in some row");
         let m = min_of(row);
         let r = &points[3 * row..3 * row + 3];
+        let value = if v < cap {
+            v.to_string()
+        } else {
+            format!("2^{MAX_DEPTH} or more")
+        };
+        let why = if !adaptive {
+            format!(
+                "at or above 2^depth = {} (depth = {depth}); increase grid_size or depth",
+                1u64 << depth
+            )
+        } else if v < cap {
+            format!(
+                "which makes the adaptive depth int(max + 1).bit_length() = {}, and the \
+                 adaptive depth cannot exceed {MAX_DEPTH}; pass depth={MAX_DEPTH} (it holds \
+                 coordinates up to 2^{MAX_DEPTH} - 1) or increase grid_size",
+                MAX_DEPTH + 1
+            )
+        } else {
+            format!(
+                "at or above 2^{MAX_DEPTH} (the adaptive depth cannot exceed {MAX_DEPTH}); \
+                 increase grid_size"
+            )
+        };
         return Err(Error::invalid(
             "points",
             format!(
-                "row {row} = [{}, {}, {}] has grid coordinates trunc((p - min) / grid_size) with \
-                 min = [{}, {}, {}] at or above 2^depth = {} (depth = {}); increase grid_size{}",
-                r[0],
-                r[1],
-                r[2],
-                m[0],
-                m[1],
-                m[2],
-                1u64 << depth.min(MAX_DEPTH),
-                depth.min(MAX_DEPTH),
-                if depth > MAX_DEPTH {
-                    " (the adaptive depth cannot exceed 21)"
-                } else {
-                    " or depth"
-                }
+                "row {row} = [{}, {}, {}] has a grid coordinate trunc((p - min) / grid_size) \
+                 of {value} with min = [{}, {}, {}], {why}",
+                r[0], r[1], r[2], m[0], m[1], m[2]
             ),
         ));
     }
