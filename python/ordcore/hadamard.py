@@ -138,7 +138,7 @@ def _normalize_axis(axis: int, ndim: int) -> int:
     axis = int_arg("axis", axis, None, None)
     if not -ndim <= axis < ndim:
         raise InvalidArgumentError(f"axis: {axis} is out of range for an array of {ndim} dimensions")
-    return int(axis) % ndim
+    return axis % ndim
 
 
 def _as_input(arg: str, x: ArrayLike) -> NDArray[Any]:

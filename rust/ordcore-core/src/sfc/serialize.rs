@@ -99,8 +99,8 @@ const CHUNK: usize = 1 << 14;
 ///
 /// Fails on non-finite points or `grid_size`, `grid_size <= 0` (also after rounding to
 /// `f32`), `depth` outside `1..=21`, grid coordinates `>= 2^depth` (for the adaptive
-/// depth, `>= 2^21 - 1`, which would make it 22), batch ids that do not fit in the `64 - 3 * depth` high bits, too little
-/// memory, or an interrupt.
+/// depth, `>= 2^21 - 1`, which would make it 22), batch ids that do not fit in the
+/// `64 - 3 * depth` high bits, too little memory, or an interrupt.
 pub fn serialize(
     points: &[f32],
     batch: Option<&[u64]>,
