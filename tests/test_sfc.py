@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -185,9 +186,10 @@ def test_every_sfc_kernel_matches_hilbertcurve_and_naive_morton(kernel: str) -> 
 
 @pytest.mark.parametrize(("variable", "module"), [("ORDCORE_SFC_KERNEL", "ordcore.sfc"),
                                                   ("ORDCORE_HADAMARD_KERNEL", "ordcore.hadamard")])
-def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str) -> None:
+def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str, tmp_path: Path) -> None:
     """A misspelled cap is ignored by the core (the fastest kernel runs), so importing the
-    module says so (RuntimeWarning), as ORDCORE_ANN_KERNEL does; a valid cap is silent."""
+    module says so (RuntimeWarning), as ORDCORE_ANN_KERNEL does; a valid cap is silent. The
+    warning points at the user's import line, not at a module inside ordcore."""
     import subprocess
     import sys
 
@@ -200,6 +202,12 @@ def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str) -> No
     assert bad.returncode != 0 and f"{variable}='avx-2' is not one of portable, avx2, avx512" in bad.stderr
     for cap in ("portable", "avx2", "avx512", ""):
         assert run(cap).returncode == 0, cap
+    script = tmp_path / "user_script.py"
+    script.write_text(f"import {module}\n")
+    shown = subprocess.run([sys.executable, "-W", "always::RuntimeWarning", str(script)],
+                           env=dict(os.environ, **{variable: "avx-2"}), capture_output=True,
+                           text=True, timeout=120)
+    assert f"{script}:1: RuntimeWarning: {variable}='avx-2'" in shown.stderr, shown.stderr
 
 
 def test_python_lists_beyond_int64_are_range_errors_not_dtype_errors() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -121,17 +122,36 @@ def ensure_fits(name: str, nbytes: int) -> None:
 
 
 def warn_unknown_kernel_cap(variable: str, kernels: tuple[str, ...]) -> None:
-    """Warn (``RuntimeWarning``, at import of the caller's module) when the environment
-    variable ``variable`` that caps a SIMD kernel choice holds none of ``kernels``; the core
-    then ignores it and uses the fastest kernel the CPU supports."""
+    """Warn (``RuntimeWarning``, at import of the caller's module, pointing at the user's
+    ``import`` line) when the environment variable ``variable`` that caps a SIMD kernel
+    choice holds none of ``kernels``; the core then ignores it and uses the fastest kernel
+    the CPU supports."""
     cap = os.environ.get(variable, "")
     if cap not in ("", *kernels):
         warnings.warn(
             f"{variable}={cap!r} is not one of {', '.join(kernels)}; it is ignored and the "
             "fastest kernel the CPU supports is used",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=_first_frame_outside_ordcore(),
         )
+
+
+def _first_frame_outside_ordcore() -> int:
+    """The ``stacklevel`` that makes a warning issued by this module's caller point at the
+    first frame outside the ``ordcore`` package (the user's ``import`` line), counted as
+    ``warnings.warn`` counts: the import machinery's own frames are skipped."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)  # the function that calls warnings.warn
+    level = 1
+    while frame.f_back is not None:
+        frame = frame.f_back
+        name = frame.f_code.co_filename
+        if "importlib" in name and "_bootstrap" in name:
+            continue
+        level += 1
+        if not os.path.abspath(name).startswith(package):
+            break
+    return level
 
 
 _EXACT_INT = (np.int8, np.uint8, np.int16, np.uint16)

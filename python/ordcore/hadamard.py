@@ -95,7 +95,11 @@ warn_unknown_kernel_cap("ORDCORE_HADAMARD_KERNEL", ("portable", "avx2", "avx512"
 
 
 def is_supported_size(n: int) -> bool:
-    """Whether ``n`` has the form ``K * 2**k`` with ``K`` in :data:`SUPPORTED_K`."""
+    """Whether ``n`` has the form ``K * 2**k`` with ``K`` in :data:`SUPPORTED_K`.
+
+    A predicate on the form of any ``n`` up to ``2**64 - 1`` (``False`` outside
+    ``[1, 2**64 - 1]``); the transforms themselves take lengths up to ``2**63 - 1``, the
+    largest an array dimension can be."""
     n = int_arg("n", n, None, None)
     return 1 <= n <= UINT64_MAX and bool(_core.hadamard_is_supported_size(n))
 
