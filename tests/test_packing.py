@@ -433,6 +433,45 @@ def test_corrupted_plan_is_rejected() -> None:
         Plan.from_dict({"max_len": 3})
 
 
+def test_loaded_plans_with_overlapping_slots_or_loose_arrays_are_rejected() -> None:
+    """Found by a fresh-user pass: slots 0..2 and 1..3 of a length-4 sequence cover 4 tokens
+    in all, so the counts added up while token 11 was packed twice and token 13 never."""
+    good = {"pack_offsets": np.array([0, 2]), "seq_index": np.array([0, 0]),
+            "start": np.array([0, 2]), "stop": np.array([2, 4]), "fragment": np.array([True, True]),
+            "lengths": np.array([4]), "max_len": np.array(8), "pad_to_multiple_of": np.array(1)}
+    plan = Plan.from_dict(good)
+    assert plan.stats.split_sequences == 1 and plan.stats.dropped_tokens == 0
+    assert materialize(plan, [np.array([10, 11, 12, 13])], pad_id=0).input_ids[0, :4].tolist() == [
+        10, 11, 12, 13]
+    with pytest.raises(ordcore.InvalidArgumentError, match="both cover tokens of sequence 0"):
+        Plan.from_dict({**good, "start": np.array([0, 1]), "stop": np.array([2, 3])})
+    # Floats are not truncated, uint64 does not wrap, and the key is named.
+    with pytest.raises(ordcore.DTypeError, match=r"arrays\['start'\]: must be integers"):
+        Plan.from_dict({**good, "start": np.array([0.0, 2.5])})
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"arrays\['lengths'\]: a value does not fit int64"):
+        Plan.from_dict({**good, "lengths": np.array([2**64 - 1], dtype=np.uint64)})
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"arrays\['seq_index'\]: must be 1-D"):
+        Plan.from_dict({**good, "seq_index": np.array([[0, 0]])})
+    with pytest.raises(ordcore.DTypeError, match=r"arrays\['stop'\]"):
+        Plan.from_dict({**good, "stop": np.array(["2", "4"])})
+    with pytest.raises(ordcore.DTypeError, match=r"arrays\['fragment'\]"):
+        Plan.from_dict({**good, "fragment": np.array([0.5, 1.0])})
+    assert Plan.from_dict({**good, "fragment": np.array([1, 1])}).stats == plan.stats
+
+
+def test_pack_arguments_named_in_errors() -> None:
+    with pytest.raises(ordcore.InvalidArgumentError, match="allow_empty: must be a bool"):
+        pack([0, 3], 8, allow_empty="no")  # type: ignore[arg-type]
+    assert pack([0, 3], 8, allow_empty=np.True_).stats.empty_sequences == 1  # type: ignore[arg-type]
+    with pytest.raises(ordcore.InvalidArgumentError, match="lengths: .*ragged"):
+        pack([np.arange(3), np.arange(5)], 8)
+    # Tokens dropped by the overlong policy past 2**64 - 1 are an error, not a wrapped count.
+    for overlong in ("drop", "truncate"):
+        with pytest.raises(ordcore.InvalidArgumentError, match="lengths: .*2\\*\\*64 - 1"):
+            pack([2**63 - 1] * 3 + [5], 8, overlong=overlong, algorithm="bfd")
+    assert pack([2**63 - 1, 5], 8, overlong="drop").stats.dropped_tokens == 2**63 - 1
+
+
 # ---------------------------------------------------------------- real documents
 
 

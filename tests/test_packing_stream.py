@@ -90,6 +90,56 @@ def test_stream_state_mismatch_is_an_error() -> None:
         p.load_state_dict({"window": 0, "window_start": 0, "rows_done": 0, "seed": 99})
 
 
+def test_stream_epochs_restart_and_states_must_fit_the_source() -> None:
+    """Found by a fresh-user pass: a second call yielded nothing, and a state that did not
+    fit the source silently yielded nothing or skipped a window."""
+    src = source(n=300, seed=2)
+    p = packer()
+    first = [b.as_dict() for b in p(src)]
+    second = [b.as_dict() for b in p(src)]  # a second epoch with the same packer
+    assert len(first) == len(second) > 5
+    for a, b in zip(first, second):
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    # A partly consumed call does not leak into the next one either.
+    it = p(src)
+    next(it)
+    assert len(list(p(src))) == len(first)
+    # After the last batch the saved state resumes to nothing (not an error).
+    p = packer()
+    for _ in p(src):
+        pass
+    done = packer()
+    done.load_state_dict(p.state_dict())
+    assert list(done(src)) == []
+    late = packer()
+    late.load_state_dict({"window": 0, "window_start": 10**9, "rows_done": 0})
+    with pytest.raises(ordcore.InvalidArgumentError, match="fewer than the saved window start"):
+        list(late(src))
+    many = packer()
+    many.load_state_dict({"window": 0, "window_start": 0, "rows_done": 10**6})
+    with pytest.raises(ordcore.InvalidArgumentError, match="rows_done=1000000"):
+        list(many(src))
+
+
+def test_stream_settings_are_checked_up_front_and_errors_name_source_items() -> None:
+    for kw, match in (({"max_seqs_per_pack": 0}, "max_seqs_per_pack"),
+                      ({"fragment_positions": "resume"}, "fragment_positions"),
+                      ({"pad_to_multiple_of": 3}, "pad_to_multiple_of: 3 does not divide"),
+                      ({"allow_empty": "no"}, "allow_empty: must be a bool")):
+        with pytest.raises(ordcore.InvalidArgumentError, match=match):
+            packer(**kw)
+    with pytest.raises(ordcore.DTypeError, match="dtype"):
+        packer(dtype=np.float32)
+    src = [np.arange(1, 9)] * 20
+    bad = [*src, np.array([1.5, 2.5])]
+    with pytest.raises(ordcore.DTypeError, match="source: item 20 has dtype float64"):
+        list(StreamingPacker(16, buffer_size=17)(bad))
+    big = [*src, np.array([300])]
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"token 300 \(item 20, position"):
+        list(StreamingPacker(16, buffer_size=17, dtype=np.uint8)(big))
+
+
 def test_attention_mask_from_segments() -> None:
     seg = np.array([[1, 1, 2, 2, 2, 0]])
     m = attention_mask_from_segments(seg)

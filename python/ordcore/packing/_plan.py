@@ -4,6 +4,7 @@ docstring for the algorithms and conventions); import the public names from ther
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from itertools import islice
@@ -13,12 +14,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ordcore import _core
-from ordcore._args import c_array, int_arg
+from ordcore._args import INT64_MAX, bool_arg, c_array, int_arg
 from ordcore.errors import (
     DTypeError,
     InternalError,
     InvalidArgumentError,
     MissingDependencyError,
+    OrdcoreError,
 )
 
 __all__ = [
@@ -201,7 +203,12 @@ class Plan:
         ordcore.IndexFormatError
             A key is missing.
         ordcore.InvalidArgumentError
-            The arrays are inconsistent (a pack over ``max_len``, a slot out of range, ...).
+            The arrays are inconsistent (a pack over ``max_len``, a slot out of range, two
+            slots sharing a token of one sequence, ...), not 1-D, or hold a value beyond
+            int64.
+        ordcore.DTypeError
+            An index array is not integer (floats are not truncated), or ``fragment`` is
+            neither boolean nor 0/1.
         """
         from ordcore.errors import IndexFormatError
 
@@ -214,11 +221,40 @@ class Plan:
             algorithm = str(arrays["algorithm"]) if "algorithm" in arrays else "unknown"
         except KeyError as exc:
             raise IndexFormatError(f"not an ordcore packing plan: missing {exc}") from None
-        def i64(k: str) -> npt.NDArray[np.int64]:
+        def vector(k: str) -> npt.NDArray[Any]:
             try:
-                return np.ascontiguousarray(a[k], dtype=np.int64)
-            except OverflowError:
-                raise InvalidArgumentError(f"arrays[{k!r}]: a value does not fit int64") from None
+                v = np.asarray(a[k])
+            except ValueError:
+                raise InvalidArgumentError(f"arrays[{k!r}]: is not a 1-D array") from None
+            if v.ndim != 1:
+                raise InvalidArgumentError(f"arrays[{k!r}]: must be 1-D, got shape {v.shape}")
+            return v
+
+        def i64(k: str) -> npt.NDArray[np.int64]:
+            v = vector(k)
+            if v.size == 0:
+                return np.zeros(0, dtype=np.int64)
+            if v.dtype == object and all(
+                isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_))
+                for e in v.tolist()
+            ):  # Python ints, some beyond int64
+                try:
+                    return np.array(v.tolist(), dtype=np.int64)
+                except OverflowError:
+                    raise InvalidArgumentError(f"arrays[{k!r}]: a value does not fit int64") from None
+            if v.dtype == np.bool_ or v.dtype.kind not in "iu":
+                raise DTypeError(f"arrays[{k!r}]: must be integers, got dtype {v.dtype}")
+            if v.dtype.kind == "u" and int(v.max()) > INT64_MAX:
+                raise InvalidArgumentError(f"arrays[{k!r}]: a value does not fit int64")
+            return np.ascontiguousarray(v, dtype=np.int64)
+
+        def flags(k: str) -> npt.NDArray[np.bool_]:
+            v = vector(k)
+            if v.dtype != np.bool_ and v.size and not (
+                v.dtype.kind in "iu" and bool(np.isin(v, (0, 1)).all())
+            ):
+                raise DTypeError(f"arrays[{k!r}]: must be booleans (or 0/1), got dtype {v.dtype}")
+            return np.ascontiguousarray(v, dtype=np.bool_)
 
         core = _core.PackingPlan.from_arrays(
             int_arg("max_len", a["max_len"]),
@@ -227,7 +263,7 @@ class Plan:
             i64("seq_index"),
             i64("start"),
             i64("stop"),
-            np.ascontiguousarray(a["fragment"], dtype=np.bool_),
+            flags("fragment"),
             i64("lengths"),
         )
         return cls(core, algorithm)
@@ -244,7 +280,13 @@ class Plan:
 
 
 def _as_lengths(lengths: npt.ArrayLike) -> npt.NDArray[np.int64]:
-    arr = np.asarray(lengths)
+    try:
+        arr = np.asarray(lengths)
+    except ValueError:
+        raise InvalidArgumentError(
+            "lengths: must be a 1-D sequence of integers, got a ragged nested sequence (pass "
+            "the lengths, e.g. [len(t) for t in tokens])"
+        ) from None
     if arr.ndim != 1:
         raise InvalidArgumentError(f"lengths: must be 1-D, got shape {arr.shape}")
     if arr.size == 0:
@@ -320,7 +362,9 @@ def pack(
     ordcore.InvalidArgumentError
         Negative lengths, ``max_len < 1``, ``max_seqs_per_pack < 1``, an unknown algorithm or
         policy, an overlong sequence under ``overlong="error"``, an empty one without
-        ``allow_empty``, more than ``2**32 - 2`` segments after the overlong policy.
+        ``allow_empty``, more than ``2**32 - 2`` segments after the overlong policy, a ragged
+        nested ``lengths``, an ``allow_empty`` that is not a bool, or tokens left out by the
+        overlong policy adding up to more than ``2**64 - 1``.
     MemoryError
         The plan would need more memory than this process can use (estimated before
         allocating: about 100 bytes per segment, and for ``lpfhp``/``spfhp``/``nnlshp`` 64
@@ -338,6 +382,7 @@ def pack(
         max_seqs_per_pack = _check_int("max_seqs_per_pack", max_seqs_per_pack, 1)
     pad_to_multiple_of = _check_int("pad_to_multiple_of", pad_to_multiple_of, 1)
     seed = int_arg("seed", seed, 0, None) % 2**64
+    allow_empty = bool_arg("allow_empty", allow_empty)
     arr = _as_lengths(lengths)
     if algorithm == "nnlshp":
         core = _nnlshp(
@@ -345,7 +390,7 @@ def pack(
             max_len,
             3 if max_seqs_per_pack is None else max_seqs_per_pack,
             overlong,
-            bool(allow_empty),
+            allow_empty,
             pad_to_multiple_of,
             seed,
         )
@@ -356,7 +401,7 @@ def pack(
             algorithm,
             max_seqs_per_pack,
             overlong,
-            bool(allow_empty),
+            allow_empty,
             pad_to_multiple_of,
             seed,
         )
@@ -691,6 +736,15 @@ def attention_mask_from_segments(segment_ids: npt.ArrayLike) -> npt.NDArray[np.b
     return mask
 
 
+def _naming_source_items(exc: OrdcoreError, base: int) -> OrdcoreError:
+    """``exc`` of :func:`materialize` on one stream window (whose sequence ``i`` is source
+    item ``base + i``), reworded to name the source item."""
+    msg = re.sub(r"\bsequence (\d+)", lambda m: f"item {base + int(m.group(1))}", str(exc))
+    if msg.startswith("tokens: "):
+        msg = "source: " + msg[len("tokens: "):]
+    return type(exc)(msg)
+
+
 def _mix_seed(seed: int, window: int) -> int:
     """Per-window seed (SplitMix64 increment keeps windows independent)."""
     return (seed + 0x9E3779B97F4A7C15 * (window + 1)) % 2**64
@@ -726,7 +780,11 @@ class StreamingPacker:
     :meth:`load_state_dict` and the same source continues with the next batch, exactly as an
     uninterrupted run would. The source is replayed from its beginning and the first
     ``window_start`` items are skipped; pass ``source_offset`` to :meth:`__call__` when the
-    source already starts later.
+    source already starts later. Each call without a newly loaded state starts from the
+    beginning of the source (a second epoch yields the same batches again).
+
+    All settings are checked when the packer is made; errors about a token name the source
+    item it came from.
 
     Parameters
     ----------
@@ -767,21 +825,38 @@ class StreamingPacker:
         self.buffer_size = _check_int("buffer_size", buffer_size, 1)
         self.batch_rows = _check_int("batch_rows", batch_rows, 1)
         self.seed = int_arg("seed", seed, 0, None)
-        self.max_seqs_per_pack = max_seqs_per_pack
+        self.max_seqs_per_pack = (
+            None if max_seqs_per_pack is None
+            else _check_int("max_seqs_per_pack", max_seqs_per_pack, 1)
+        )
         self.overlong = _check_choice("overlong", overlong, OVERLONG_POLICIES)
-        self.allow_empty = bool(allow_empty)
+        self.allow_empty = bool_arg("allow_empty", allow_empty)
+        multiple = _check_int("pad_to_multiple_of", pad_to_multiple_of, 1)
+        if self.max_len % multiple:
+            raise InvalidArgumentError(
+                f"pad_to_multiple_of: {multiple} does not divide max_len={self.max_len}"
+            )
+        try:
+            out_dtype = np.dtype(dtype)
+        except TypeError:
+            raise DTypeError(f"dtype: {dtype!r} is not a NumPy dtype") from None
+        if not np.issubdtype(out_dtype, np.integer):
+            raise DTypeError(f"dtype: must be an integer dtype, got {out_dtype}")
         self._mat: dict[str, Any] = {
             "pad_id": int_arg("pad_id", pad_id),
             "layout": _check_choice("layout", layout, ("rows", "flat")),
             "position_ids_start": int_arg("position_ids_start", position_ids_start),
-            "pad_to_multiple_of": _check_int("pad_to_multiple_of", pad_to_multiple_of, 1),
+            "pad_to_multiple_of": multiple,
             "label_ignore_index": int_arg("label_ignore_index", label_ignore_index),
-            "fragment_positions": fragment_positions,
-            "dtype": dtype,
+            "fragment_positions": _check_choice(
+                "fragment_positions", fragment_positions, ("restart", "continue")
+            ),
+            "dtype": out_dtype,
         }
         self._window = 0
         self._window_start = 0
         self._rows_done = 0
+        self._resume = False
 
     def state_dict(self) -> dict[str, int]:
         """Position in the stream: ``window``, ``window_start`` (source index) and
@@ -818,12 +893,27 @@ class StreamingPacker:
         self._window = _check_int("window", state["window"], 0)
         self._window_start = _check_int("window_start", state["window_start"], 0)
         self._rows_done = _check_int("rows_done", state["rows_done"], 0)
+        self._resume = True
 
     def __call__(
         self, source: Iterable[npt.ArrayLike], *, source_offset: int = 0
     ) -> Iterator[PackedBatch]:
-        """Yields batches for ``source`` (an iterable of 1-D integer token arrays) from the
-        current state on."""
+        """Yields batches for ``source`` (an iterable of 1-D integer token arrays): from the
+        state given to :meth:`load_state_dict` just before, else from the beginning.
+
+        Raises
+        ------
+        ordcore.InvalidArgumentError
+            The loaded state does not fit ``source`` (it has fewer items than the saved
+            window start, or that window has fewer packs than were emitted), a token array
+            is not 1-D, empty without ``allow_empty`` or overlong under
+            ``overlong="error"``, or a token does not fit ``dtype`` (naming the source item).
+        ordcore.DTypeError
+            A token array is not integer (naming the source item).
+        """
+        if not self._resume:
+            self._window = self._window_start = self._rows_done = 0
+        self._resume = False
         skip = self._window_start - _check_int("source_offset", source_offset, 0)
         if skip < 0:
             raise InvalidArgumentError(
@@ -831,8 +921,13 @@ class StreamingPacker:
                 f"{self._window_start}"
             )
         it = iter(source)
-        for _ in islice(it, skip):
-            pass
+        skipped = sum(1 for _ in islice(it, skip))
+        if skipped < skip:
+            raise InvalidArgumentError(
+                f"state: the source has {skipped + source_offset} items, fewer than the saved "
+                f"window start {self._window_start}; it is not the source the state was saved "
+                f"from"
+            )
         while True:
             window = [np.asarray(t) for t in islice(it, self.buffer_size)]
             if not window:
@@ -863,10 +958,19 @@ class StreamingPacker:
                 pad_to_multiple_of=self._mat["pad_to_multiple_of"],
                 seed=_mix_seed(self.seed, self._window),
             )
+            if self._rows_done > plan.num_packs:
+                raise InvalidArgumentError(
+                    f"state: rows_done={self._rows_done} but window {self._window} (source "
+                    f"items {base}..{base + len(window) - 1}) has {plan.num_packs} packs; it "
+                    f"is not the source the state was saved from"
+                )
             while self._rows_done < plan.num_packs:
                 r0 = self._rows_done
                 rows = np.arange(r0, min(r0 + self.batch_rows, plan.num_packs))
-                batch = materialize(plan, window, rows=rows, **self._mat)
+                try:
+                    batch = materialize(plan, window, rows=rows, **self._mat)
+                except OrdcoreError as exc:
+                    raise _naming_source_items(exc, base) from None
                 self._rows_done = int(rows[-1]) + 1
                 yield batch
             self._window_start += len(window)

@@ -128,6 +128,31 @@ pub(super) enum Coverage<'a> {
     },
 }
 
+/// Checks that no two slots of one sequence share a token (a loaded plan could otherwise
+/// repeat some tokens and leave others out while its token counts still add up).
+/// `pieces[i]` is the number of slots of sequence `i`; slots are already checked in range.
+fn no_overlaps(plan: &Plan, pieces: &[u32]) -> Result<()> {
+    let mut ranges: Vec<(i64, i64, i64, usize)> = (0..plan.seq_index.len())
+        .filter(|&k| pieces[plan.seq_index[k] as usize] > 1)
+        .map(|k| {
+            let (a, b) = plan.slot(k);
+            (plan.seq_index[k], a, b, k)
+        })
+        .collect();
+    ranges.par_sort_unstable();
+    for w in ranges.windows(2) {
+        let ((i, a0, b0, k0), (j, a1, b1, k1)) = (w[0], w[1]);
+        ensure!(
+            i != j || b0 <= a1,
+            "plan",
+            "segments {} and {} both cover tokens of sequence {i} ({a0}..{b0} and {a1}..{b1})",
+            k0.min(k1),
+            k0.max(k1)
+        );
+    }
+    Ok(())
+}
+
 /// The source sequence of slot `k` of `plan`, checked to be below `n`.
 #[inline]
 fn seq_of(plan: &Plan, k: usize, n: usize) -> Result<usize> {
@@ -257,6 +282,7 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
                 covered[i] += b - a;
                 pieces[i] += 1;
             }
+            no_overlaps(plan, &pieces)?;
             (covered, pieces)
         }
     };
@@ -283,7 +309,15 @@ pub(super) fn compute_stats_with(plan: &Plan, coverage: Coverage) -> Result<Stat
             } else if c < len {
                 s.truncated_sequences += 1;
             }
-            s.dropped_tokens += (len - c) as u64;
+            s.dropped_tokens = s
+                .dropped_tokens
+                .checked_add((len - c) as u64)
+                .ok_or_else(|| {
+                    crate::Error::invalid(
+                        "lengths",
+                        "the tokens left out of the plan add up to more than 2**64 - 1",
+                    )
+                })?;
         }
     }
     s.num_fragments = plan.fragment.iter().filter(|&&f| f).count() as u64;

@@ -23,6 +23,44 @@ fn loaded_pack_offsets_past_the_segments_are_an_error_not_a_panic() {
 }
 
 #[test]
+fn loaded_slots_of_one_sequence_must_not_overlap() {
+    // found by a fresh-user pass: 0..2 and 1..3 of a length-4 sequence cover 4 tokens in all,
+    // so the counts added up while token 1 was packed twice and token 3 never
+    let mut p = plan(&[4, 3], Algorithm::Bfd, &opts(8)).unwrap();
+    p.pack_offsets = vec![0, 2, 3];
+    p.seq_index = vec![0, 0, 1];
+    p.start = vec![0, 1, 0];
+    p.stop = vec![2, 3, 3];
+    p.fragment = vec![true, true, false];
+    let err = compute_stats(&p).unwrap_err().to_string();
+    assert!(err.contains("both cover tokens of sequence 0"), "{err}");
+    // disjoint pieces (0..2, 2..4) are a valid split
+    p.start[1] = 2;
+    p.stop[1] = 4;
+    let s = compute_stats(&p).unwrap();
+    assert_eq!((s.split_sequences, s.dropped_tokens), (1, 0));
+    // touching pieces in reverse order are fine too
+    p.seq_index = vec![0, 0, 1];
+    p.start = vec![2, 0, 0];
+    p.stop = vec![4, 2, 3];
+    assert!(compute_stats(&p).is_ok());
+}
+
+#[test]
+fn dropped_tokens_beyond_u64_are_an_error_not_a_wrapped_count() {
+    let o = PlanOptions {
+        overlong: Overlong::Drop,
+        ..opts(8)
+    };
+    let err = plan(&[i64::MAX, i64::MAX, i64::MAX, 5], Algorithm::Bfd, &o)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("more than 2**64 - 1"), "{err}");
+    let p = plan(&[i64::MAX, 5], Algorithm::Bfd, &o).unwrap();
+    assert_eq!(p.stats.dropped_tokens, i64::MAX as u64);
+}
+
+#[test]
 fn p1_non_power_of_two_capacities() {
     for l in 2..=64i64 {
         for alg in [
