@@ -256,6 +256,17 @@ def test_pack_reads_npz_and_rejects_empty_input(
     assert "holds no lengths" in capsys.readouterr().err
 
 
+def test_pack_suggests_its_own_flag_for_empty_sequences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "l.txt").write_text("3\n0\n5\n")
+    capsys.readouterr()
+    assert main(["pack", str(tmp_path / "l.txt"), "--max-len", "8"]) == 2
+    err = capsys.readouterr().err
+    assert "pass --allow-empty" in err and "allow_empty=True" not in err
+    assert main(["pack", str(tmp_path / "l.txt"), "--max-len", "8", "--allow-empty"]) == 0
+
+
 def test_eval_rejects_float_truth(
     tmp_path: Path,
     vectors: tuple[Path, Path, np.ndarray, np.ndarray],

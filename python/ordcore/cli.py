@@ -280,14 +280,21 @@ def _cmd_pack(args: argparse.Namespace) -> int:
             max_seqs_per_pack=args.max_seqs_per_pack, seed=0, token_column=args.token_column,
         )
     else:
-        plan = packing.pack(
-            lengths,
-            args.max_len,
-            algorithm=args.algorithm,
-            max_seqs_per_pack=args.max_seqs_per_pack,
-            overlong=args.overlong,
-            allow_empty=table is not None,  # token tables: empty rows are left out
-        )
+        try:
+            plan = packing.pack(
+                lengths,
+                args.max_len,
+                algorithm=args.algorithm,
+                max_seqs_per_pack=args.max_seqs_per_pack,
+                overlong=args.overlong,
+                # token tables: empty rows are left out
+                allow_empty=table is not None or args.allow_empty,
+            )
+        except OrdcoreError as exc:
+            if "allow_empty=True" not in str(exc):
+                raise
+            # The library's advice, in the command line's terms.
+            raise CliError(str(exc).replace("pass allow_empty=True", "pass --allow-empty")) from None
     seconds = time.perf_counter() - t0
     _print_pack_stats(lengths, args.max_len, args.overlong, plan, seconds)
     if out is not None and packed_out:
@@ -590,6 +597,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most this many sequences per pack (default: no limit)")
     p.add_argument("--overlong", choices=["error", "truncate", "split", "drop"], default="error",
                    help="what to do with sequences longer than --max-len")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="leave zero lengths out of the plan instead of refusing them (empty "
+                   "rows of a token file always are)")
     p.add_argument("-o", "--output",
                    help="write packed rows (TRL's format, from a token file) to this .parquet, "
                    "or the plan to this .npz")
