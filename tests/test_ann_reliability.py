@@ -165,6 +165,69 @@ def test_load_of_an_unreadable_file_raises_permission_error(tmp_path: Path) -> N
         p.chmod(0o600)
 
 
+def test_save_follows_links_refuses_devices_and_keeps_errno(tmp_path: Path) -> None:
+    """Found by a fresh-user pass: save renamed its file over a symbolic link and over a
+    device node, wrote 'dir/newfile/' as 'dir/newfile', and OS errors outside a few classes
+    lost errno and filename."""
+    idx = ann.BQGraphIndex(8)
+    idx.add(_gauss(30, 8, 5))
+    real = tmp_path / "real.ordann"
+    link = tmp_path / "link.ordann"
+    link.symlink_to(real)
+    idx.save(link)
+    assert link.is_symlink() and real.is_file()
+    assert len(ann.BQGraphIndex.load(real)) == 30
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ordcore.InvalidArgumentError, match="not a regular file"):
+        idx.save(fifo)
+    assert fifo.exists() and not fifo.is_file()
+    with pytest.raises(ordcore.InvalidArgumentError, match="ends with a path separator"):
+        idx.save(str(tmp_path / "newfile") + os.sep)
+    assert not (tmp_path / "newfile").exists()
+    long_name = tmp_path / ("x" * 300)
+    with pytest.raises(OSError) as info:
+        idx.save(long_name)
+    assert info.value.errno == errno.ENAMETOOLONG and info.value.filename == str(long_name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.ordann", "pipe", "real.ordann"]
+
+
+def test_flag_arguments_must_be_bools_and_alpha_a_number() -> None:
+    idx = ann.BQGraphIndex(8)
+    idx.add(_gauss(30, 8, 6))
+    q = _gauss(2, 8, 7)
+    with pytest.raises(ordcore.InvalidArgumentError, match="rerank: must be a bool"):
+        idx.search(q, rerank="no")  # type: ignore[arg-type]
+    with pytest.raises(ordcore.InvalidArgumentError, match="progress: must be a bool"):
+        idx.add(_gauss(3, 8, 8), progress="yes")  # type: ignore[arg-type]
+    assert len(idx) == 30
+    with pytest.raises(ordcore.InvalidArgumentError, match="mmap: must be a bool"):
+        ann.BQGraphIndex.load("unused.ordann", mmap="no")  # type: ignore[arg-type]
+    with pytest.raises(ordcore.InvalidArgumentError, match="alpha"):
+        ann.BQGraphIndex(8, alpha=True)  # type: ignore[arg-type]
+    assert ann.BQGraphIndex(8, alpha=np.float32(1.5)).alpha == 1.5
+    for bits in (True, 2.0):
+        with pytest.raises(ordcore.InvalidArgumentError, match="bits: must be 1 or 2"):
+            ann.encode(q, bits=bits)  # type: ignore[arg-type]
+
+
+def test_thousands_of_copies_of_one_row_do_not_trap_the_search() -> None:
+    """Found by a fresh-user pass: with row 0 copied 4000 times among 500 rows, every
+    search returned a copy (recall 0), because the copies' lists, the entry's among them,
+    held nothing but copies."""
+    base = _gauss(500, 32, 9)
+    x = np.vstack([base, np.repeat(base[:1], 4000, axis=0)])
+    idx = ann.BQGraphIndex(32, metric="l2", bits=2)
+    with warnings.catch_warnings():  # Gaussian rows are a poor fit for 2-bit codes; fine here
+        warnings.simplefilter("ignore", ordcore.BQFitnessWarning)
+        idx.add(x, num_threads=1)
+    ids, d = idx.search(base[1:101], k=1)
+    assert (ids[:, 0] == np.arange(1, 101)).mean() >= 0.95
+    # The copies are still found: k nearest to row 0 are all at distance 0.
+    ids, d = idx.search(base[:1], k=20, ef_search=64)
+    assert np.all(d[0] == 0) and len(set(ids[0].tolist())) == 20
+
+
 def test_load_permission_error_mapping_without_root() -> None:
     # Root bypasses file modes, so check the mapping itself on the error the core raises.
     err = ann._os_error(PermissionError("x.ordann: Permission denied (os error 13)"), "x.ordann")
@@ -501,3 +564,20 @@ print(os.waitstatus_to_exitcode(status), os.waitstatus_to_exitcode(status2), len
 def test_a_child_forked_during_a_build_fails_fast_instead_of_hanging() -> None:
     out = _run_py(_FORK_CHILD, timeout=90)
     assert out.split() == ["0", "0", "4000"], out
+
+
+def test_float16_store_rounds_tiny_and_subnormal_values_as_numpy_does() -> None:
+    """The documented contract of ``rerank_dtype="float16"``: round to nearest even as
+    NumPy's ``astype``, subnormals kept, values below about 3e-8 to 0, overflow refused."""
+    row = np.array([1e-8, 2.9e-8, 3.1e-8, 1e-5, 6e-5, 0.5, -1e-7, 1.0], np.float32)
+    x = row * np.array([[1.0], [2.0], [3.0]], np.float32)
+    idx = ann.BQGraphIndex(8, metric="l2", rerank_dtype="float16")
+    with warnings.catch_warnings():  # three rows are too few for the fitness estimate
+        warnings.simplefilter("ignore", ordcore.BQFitnessWarning)
+        idx.add(x)
+    stored = idx.get(idx.ids)
+    np.testing.assert_array_equal(stored, x.astype(np.float16).astype(np.float32))
+    assert stored[0, 0] == 0 and stored[0, 2] == 2.0**-24
+    with pytest.raises(ordcore.InvalidArgumentError):
+        idx.add(np.full((1, 8), 7e4, np.float32))
+    assert len(idx) == 3

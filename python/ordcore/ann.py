@@ -197,7 +197,7 @@ def encode(x: npt.ArrayLike, *, bits: int = 2, metric: Metric = "cosine") -> npt
     if _gpu.is_device_array(x):
         return _gpu.ann.encode(x, bits=bits, metric=metric)  # type: ignore[no-any-return]
     _check_metric(metric)
-    if bits not in (1, 2):
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or bits not in (1, 2):
         raise InvalidArgumentError(f"bits: must be 1 or 2, got {bits!r}")
     a = float_matrix_arg(x, "x")
     if a.shape[1] < 1:
@@ -1035,8 +1035,11 @@ class BQGraphIndex:
         (``bits="auto"``, 8 bits) the float16 store searched 1.05-1.09x as fast at recall@10
         0.95 as the float32 one, with the same results (1 search thread, CPU time).
         Element type of the vectors the exact rerank reads (``memory_usage()["float_vectors"]``):
-        float32 (4 bytes a value), float16 / bfloat16 (2; round to nearest even, float16 refuses
-        values beyond 65504 on ``add``), or int8 (1, plus a float32 scale per row:
+        float32 (4 bytes a value), float16 / bfloat16 (2; round to nearest even, as NumPy's
+        ``astype``: float16 refuses values beyond 65504 on ``add``; values below 6.1e-5 in
+        magnitude become subnormals with an absolute error of at most 2**-25, about 3e-8,
+        so those below that round to 0, an error no larger than the rounding of any value
+        of 6.1e-5 or more), or int8 (1, plus a float32 scale per row:
         ``x ~ s * round(x / s)`` with ``s = max |x_i| / 127``). Returned distances are the exact
         distances to the stored (rounded) vectors. ``load(mmap=True)`` maps every dtype.
         With ``bits="auto"``, ``"int8"`` also turns off the choice's 8-bit preference
@@ -1101,7 +1104,12 @@ class BQGraphIndex:
         default_r, default_l = _default_build(dim, 2 if auto else int(bits))
         R = default_r if given_r is None else given_r
         L_build = default_l if given_l is None else given_l
-        if not isinstance(alpha, (int, float, np.floating)) or not math.isfinite(alpha) or alpha < 1:
+        if (
+            isinstance(alpha, (bool, np.bool_))
+            or not isinstance(alpha, (int, float, np.integer, np.floating))
+            or not math.isfinite(alpha)
+            or alpha < 1
+        ):
             raise InvalidArgumentError(
                 f"alpha: must be a finite number >= 1 (DiskANN convention), got {alpha!r}"
             )
@@ -1290,8 +1298,8 @@ class BQGraphIndex:
         ------
         InvalidArgumentError
             Dimension mismatch, NaN/inf (naming the row), zero rows under cosine,
-            duplicate ids, automatic ids that would pass ``2**63 - 1``. The index is
-            unchanged after any error.
+            duplicate ids, automatic ids that would pass ``2**63 - 1``, a ``progress`` that
+            is not a bool. The index is unchanged after any error.
         MemoryError
             The grown index would not fit in the memory this process can use (estimated
             before anything is allocated; names ``X``).
@@ -1392,7 +1400,7 @@ class BQGraphIndex:
             self._check_fitness(a, num_threads)
         callback: Callable[[int, int], None] | None = None
         bars: list[Any] = []
-        if progress:
+        if bool_arg("progress", progress):
             try:
                 from tqdm.auto import tqdm  # type: ignore[import-untyped]
             except ImportError as exc:
@@ -1506,8 +1514,10 @@ class BQGraphIndex:
         ``max(ef_search, k) >= len(index)`` the search is an exact scan of the live vectors.
         For ``k <= ef_search`` the beam does not depend on ``k``, so the first results do
         not change with ``k``. Beam entries that share one code are capped at
-        ``max(2, ef // 8)``; the entries the cap turns away remain candidates behind the
-        beam's own. Removed vectors widen the beam by their share; a query for which the graph
+        ``max(2, ef // 8)`` (so that the beam can leave a group of equal codes); the
+        entries the cap turns away remain candidates: the candidates are the nearest by code
+        distance of every vector the beam scored, so exact copies of a query are returned
+        even when there are more of them than the cap. Removed vectors widen the beam by their share; a query for which the graph
         still yields fewer than ``min(rerank_k, len(index))`` live candidates
         (``min(k, len(index))`` without rerank) is answered by a scan of the live vectors
         (exact distances with ``rerank``, code distances without), which is slower: call
@@ -1570,7 +1580,7 @@ class BQGraphIndex:
         InvalidArgumentError
             ``k < 1``, ``ef_search < 1``, ``degree < 1``, a dimension mismatch (naming both dimensions),
             NaN/inf or a zero query under cosine (naming the row), a ``filter`` that is not
-            1-D.
+            1-D, a ``rerank`` that is not a bool.
         DTypeError
             A ``filter`` that is neither integers (wider than 8 bits) nor bool.
         UnknownIdError
@@ -1588,7 +1598,7 @@ class BQGraphIndex:
         if filter is not None:
             ids, bitmap = filter_arg(filter)
         return self._inner.search(
-            q, k, ef_search, bool(rerank), rerank_k, num_threads_arg(num_threads), ids, bitmap,
+            q, k, ef_search, bool_arg("rerank", rerank), rerank_k, num_threads_arg(num_threads), ids, bitmap,
             degree,
         )
 
@@ -1648,13 +1658,33 @@ class BQGraphIndex:
         those of an index without the renumbering; after a second ``add`` or a ``compact``
         the graphs can differ slightly too (construction breaks ties by node number).
 
+        A symbolic link at ``path`` is followed: the file it points to is replaced (the link
+        stays).
+
         Raises
         ------
+        InvalidArgumentError
+            ``path`` ends with a path separator, or names something that is neither a
+            regular file nor a folder (a device, a pipe, a socket): nothing is written.
         OSError
-            The folder does not exist or is not writable (the message names ``path``).
+            The folder does not exist or is not writable, the disk is full, ... (``errno``
+            as the operating system reports it; ``filename`` is ``path``).
         """
+        given = os.fspath(path)
+        if not isinstance(given, str):
+            raise InvalidArgumentError(f"path: must be a str or os.PathLike of str, got {given!r}")
+        if given.endswith(("/", os.sep)):
+            raise InvalidArgumentError(
+                f"path: {given!r} ends with a path separator; give the index file's name"
+            )
+        target = os.path.realpath(given)  # write through a symbolic link, not over it
+        if os.path.exists(target) and not (os.path.isfile(target) or os.path.isdir(target)):
+            raise InvalidArgumentError(
+                f"path: {given!r} is not a regular file (a device, pipe or socket); an index "
+                f"is saved to a regular file"
+            )
         try:
-            self._inner.save(Path(path))
+            self._inner.save(Path(target))
         except OSError as exc:
             raise _os_error(exc, path) from None
 
@@ -1675,9 +1705,11 @@ class BQGraphIndex:
             ``add`` would refuse (non-finite values, out-of-range edges, ...), naming the reason.
         FileNotFoundError, IsADirectoryError, PermissionError, OSError
             As the operating system reports it; ``filename`` is ``path``.
+        InvalidArgumentError
+            ``mmap`` is not a bool.
         """
         try:
-            inner = _core.BQGraphIndex.load(Path(path), bool(mmap))
+            inner = _core.BQGraphIndex.load(Path(path), bool_arg("mmap", mmap))
         except OSError as exc:
             raise _os_error(exc, path) from None
         return cls._wrap(inner, path)

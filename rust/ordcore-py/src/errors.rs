@@ -1,7 +1,7 @@
 //! Maps ordcore-core errors to the Python exception classes of `ordcore.errors`.
 
 use ordcore_core::Error;
-use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyMemoryError, PyOSError};
 use pyo3::PyErr;
 
 pyo3::import_exception!(ordcore.errors, InvalidArgumentError);
@@ -14,8 +14,13 @@ pub fn to_pyerr(err: Error) -> PyErr {
     match err {
         Error::InvalidArgument { .. } => InvalidArgumentError::new_err(err.to_string()),
         Error::Format(msg) => IndexFormatError::new_err(msg),
-        // FileNotFoundError, PermissionError, IsADirectoryError, ... from the error's kind.
-        Error::Io(e) => PyErr::from(e),
+        // OSError(errno, message), which Python turns into FileNotFoundError,
+        // PermissionError, ... by the errno and which keeps it (ENOSPC, EFBIG, ... can be
+        // tested); without an OS error code, the subclass from the error's kind.
+        Error::Io(e) => match e.raw_os_error() {
+            Some(code) => PyOSError::new_err((code, e.to_string())),
+            None => PyErr::from(e),
+        },
         Error::OutOfMemory { .. } => PyMemoryError::new_err(err.to_string()),
         Error::UnknownId { .. } => UnknownIdError::new_err(err.to_string()),
         Error::Interrupted => PyKeyboardInterrupt::new_err("interrupted"),

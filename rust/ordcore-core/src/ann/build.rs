@@ -276,6 +276,13 @@ impl BQGraphIndex {
     /// cut-off cluster costs one search and one edge. A replaced edge can cut something off
     /// in turn, so the check repeats (a few rounds at most). Sequential and deterministic; a
     /// connected graph is left unchanged.
+    ///
+    /// Exact duplicates: a list takes at most `twin_cap(R)` nodes of one code here too
+    /// (robust_prune's rule), or thousands of copies of one vector would fill the lists
+    /// nearest them, the entry's among them, with copies a search could not leave. A missed
+    /// copy therefore first hangs off a reachable node with its own code (appended, or in
+    /// place of an edge to a node with other incoming edges), so the copies form chains
+    /// below the capped lists rather than filling them.
     fn connect_unreachable(&mut self) -> Result<()> {
         let n = self.n_nodes();
         if self.is_empty() {
@@ -283,6 +290,7 @@ impl BQGraphIndex {
         }
         let r = self.stride;
         let l = self.params.l_build.max(self.params.r);
+        let cap = graph::twin_cap(self.params.r);
         // `seen`: reachable from the entry; `rin`: incoming edges from reachable nodes.
         // Marking a node reachable walks everything it reaches and counts their edges.
         fn mark(seen: &mut [bool], rin: &mut [u32], from: u32, adj: &[u32], deg: &[u32], r: usize) {
@@ -302,6 +310,16 @@ impl BQGraphIndex {
                 }
             }
         }
+        // A hash of each node's code, to find the reachable copies of a missed node.
+        let hashes: Vec<u64> = with_graph_fast!(self, g => {
+            (0..n as u32)
+                .map(|i| {
+                    g.code(i)
+                        .iter()
+                        .fold(0xcbf2_9ce4_8422_2325u64, |h, &w| (h ^ w).wrapping_mul(0x0100_0000_01b3))
+                })
+                .collect()
+        });
         let mut last_missing = usize::MAX;
         loop {
             let mut seen = vec![false; n];
@@ -316,11 +334,58 @@ impl BQGraphIndex {
                 return Ok(());
             }
             last_missing = missing.len();
+            // Reachable live nodes by code hash, for the codes of the missed nodes.
+            let wanted: std::collections::HashSet<u64> =
+                missing.iter().map(|&u| hashes[u as usize]).collect();
+            let mut hosts: HashMap<u64, Vec<u32>> = HashMap::new();
+            for v in 0..n {
+                if seen[v] && !self.deleted[v] && wanted.contains(&hashes[v]) {
+                    hosts.entry(hashes[v]).or_default().push(v as u32);
+                }
+            }
             for u in missing {
                 if seen[u as usize] {
                     continue;
                 }
                 crate::interrupt::check()?;
+                let h = hashes[u as usize];
+                // A reachable copy of `u` (the latest first) with room under the twin cap:
+                // `(host, slot, appended)`.
+                let host = hosts.get(&h).and_then(|hs| {
+                    with_graph_fast!(self, g => {
+                        let uc = g.code(u);
+                        hs.iter().rev().find_map(|&v| {
+                            if !g.dist.same(g.code(v), uc) {
+                                return None;
+                            }
+                            let nb = g.neighbors(v);
+                            let s = v as usize * r;
+                            let twins = nb.iter().filter(|&&j| g.dist.same(g.code(j), uc)).count();
+                            if twins < cap && nb.len() < r {
+                                return Some((v, s + nb.len(), true));
+                            }
+                            // In place of the edge to the node with the most other incoming
+                            // edges: a twin's when at the cap, so the count stays there.
+                            (0..nb.len())
+                                .filter(|&i| rin[nb[i] as usize] >= 2)
+                                .filter(|&i| twins < cap || g.dist.same(g.code(nb[i]), uc))
+                                .max_by_key(|&i| (rin[nb[i] as usize], i))
+                                .map(|i| (v, s + i, false))
+                        })
+                    })
+                });
+                if let Some((v, slot, appended)) = host {
+                    if appended {
+                        self.deg[v as usize] += 1;
+                    } else {
+                        rin[self.adj[slot] as usize] -= 1;
+                    }
+                    self.adj[slot] = u;
+                    rin[u as usize] += 1;
+                    mark(&mut seen, &mut rin, u, &self.adj, &self.deg, r);
+                    hosts.entry(h).or_default().push(u);
+                    continue;
+                }
                 let qu = self.node_query(u);
                 let pool = with_graph_fast!(self, g => {
                     beam_search(&g, &qu, self.entry, l, graph::dup_cap(l), None, None)
@@ -330,6 +395,20 @@ impl BQGraphIndex {
                     .map(|&(_, v)| v)
                     .filter(|&v| v != u && seen[v as usize] && !self.deleted[v as usize])
                     .collect();
+                // Only lists holding fewer than `twin_cap(R)` nodes with `u`'s code take `u`
+                // (robust_prune's cap on twins): thousands of copies of one vector would
+                // otherwise fill the lists nearest them, the entry's among them, with copies
+                // that a search could not leave. A copy left out here is an exact duplicate
+                // of a reachable node.
+                let (reach, entry_ok) = with_graph_fast!(self, g => {
+                    let uc = g.code(u);
+                    let ok = |v: u32| {
+                        g.neighbors(v).iter().filter(|&&j| g.dist.same(g.code(j), uc)).count()
+                            < cap
+                    };
+                    let reach: Vec<u32> = reach.iter().copied().filter(|&v| ok(v)).collect();
+                    (reach, ok(self.entry))
+                });
                 let nbrs = |v: u32| {
                     let s = v as usize * r;
                     (s, self.deg[v as usize] as usize)
@@ -356,7 +435,7 @@ impl BQGraphIndex {
                             .filter_map(|&v| spare(v))
                             .find(|&(_, c)| c >= 2)
                             .or_else(|| reach.first().and_then(|&v| spare(v)))
-                            .or_else(|| spare(self.entry));
+                            .or_else(|| if entry_ok { spare(self.entry) } else { None });
                         let Some((slot, _)) = best else { continue };
                         rin[self.adj[slot] as usize] -= 1;
                         slot
@@ -629,7 +708,26 @@ impl BQGraphIndex {
                         return None;
                     }
                     if merged.len() <= stride {
-                        return Some((*j, merged));
+                        // Appended without a prune, but under robust_prune's cap on
+                        // "twins" (neighbours with `j`'s own code): with thousands of
+                        // copies of one vector, their back-edges would otherwise fill the
+                        // lists of the copies (the entry among them) with copies only, and
+                        // a search starting there could not leave the group.
+                        let jc = g.code(*j);
+                        let twin = |m: u32| g.dist.same(g.code(m), jc);
+                        let cap = graph::twin_cap(r);
+                        let mut twins = cur.iter().filter(|&&m| twin(m)).count();
+                        let mut out = cur.to_vec();
+                        for &s in &merged[cur.len()..] {
+                            if twin(s) {
+                                if twins >= cap {
+                                    continue;
+                                }
+                                twins += 1;
+                            }
+                            out.push(s);
+                        }
+                        return (out.len() > cur.len()).then_some((*j, out));
                     }
                     let dj = self.node_dist(&g, *j, qf);
                     let mut cands: Vec<(u32, u32)> = merged.iter().map(|&m| (dj(m), m)).collect();

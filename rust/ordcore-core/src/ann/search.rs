@@ -186,9 +186,11 @@ impl BQGraphIndex {
     ///
     /// * With `rerank`, when `max(ef_search, k)` covers every live vector the search is an
     ///   exact scan of them (the graph cannot do better and a tiny index is scanned faster).
-    /// * The beam keeps at most `dup_cap(ef)` entries with one code; entries it turns away
-    ///   stay available as candidates after the beam's own, so a graph of few distinct codes
-    ///   still yields its candidates. The beam width and that cap depend on `ef_search` and
+    /// * The beam keeps at most `dup_cap(ef)` entries with one code (so that it can leave a
+    ///   group of equal codes); entries it turns away stay candidates: the candidates are the
+    ///   nearest in code space of every node the beam scored, so a graph of few distinct
+    ///   codes still yields its candidates and exact copies of the query are not crowded
+    ///   out by farther beam entries. The beam width and that cap depend on `ef_search` and
     ///   not on `k` (for `k <= ef_search`), so the first results do not change with `k`.
     /// * Removed nodes still occupy beam slots: the beam widens by the share of removed
     ///   nodes. When the graph still yields fewer than `min(rerank_k, live)` live candidates
@@ -335,12 +337,13 @@ impl BQGraphIndex {
                 let pools: Vec<Vec<(u32, u32)>> = beams.into_iter().map(graph::Beam::into_result).collect();
                 let live_in = |&(_, i): &(u32, u32)| ok(i);
                 Ok(pools.into_iter().zip(spills.iter_mut()).zip(qrs).zip(&qcs).map(|(((pool, spill), qr), qc)| {
-                    let mut cands: Vec<(u32, u32)> = pool.iter().copied().filter(live_in).take(target).collect();
-                    if cands.len() < target {
-                        spill.sort_unstable();
-                        cands.extend(spill.iter().copied().filter(live_in).take(target - cands.len()));
-                    }
+                    // The `target` nearest in code space of every node the beam scored: its
+                    // own entries and those the duplicate cap turned away (exact copies of
+                    // the query among them), ties to the earlier insertion rank.
+                    let mut cands: Vec<(u32, u32)> =
+                        pool.iter().chain(spill.iter()).copied().filter(live_in).collect();
                     cands.sort_unstable_by_key(|&(d, i)| (d, by_rank(i)));
+                    cands.truncate(target);
                     if cands.len() < need && !rerank {
                         // Exact code ranking of the live nodes.
                         let mut all: Vec<(u32, u32)> = (0..n_nodes as u32)

@@ -40,6 +40,57 @@ fn finds_itself_and_pads() {
 }
 
 #[test]
+fn thousands_of_copies_of_one_row_do_not_trap_the_search() {
+    // found by a fresh-user pass: with 4000 copies of row 0 (the entry) among 500 rows,
+    // back-edges filled the copies' lists with copies, and every search ended among them
+    let d = 32;
+    let base = gauss(500, d, 11);
+    let mut x = base.clone();
+    for _ in 0..4000 {
+        x.extend_from_slice(&base[..d]);
+    }
+    let mut idx = BQGraphIndex::new(Params {
+        r: 64,
+        l_build: 64,
+        ..params(d, Metric::L2)
+    })
+    .unwrap();
+    idx.add(&x, None, None).unwrap();
+    let (ids, _) = idx.search(&base[d..d * 101], 1, 64, true, None).unwrap();
+    let hits = (0..100).filter(|&i| ids[i] == i as i64 + 1).count();
+    assert!(hits >= 95, "{hits} of 100 rows found themselves");
+    // more copies than the beam's duplicate cap (64 / 8) are still returned: the copies it
+    // turned away remain candidates
+    let (ids, ds) = idx.search(&base[..d], 20, 64, true, None).unwrap();
+    assert!(ds.iter().all(|&v| v == 0.0), "{ds:?}");
+    assert!(ids.iter().all(|&i| i == 0 || i >= 500));
+    // every node stays reachable from the entry (the copies through capped twin edges)
+    let mut seen = vec![false; idx.n_nodes()];
+    let mut stack = vec![idx.entry];
+    seen[idx.entry as usize] = true;
+    while let Some(a) = stack.pop() {
+        for &b in idx.neighbors(a as usize) {
+            if !std::mem::replace(&mut seen[b as usize], true) {
+                stack.push(b);
+            }
+        }
+    }
+    assert_eq!(seen.iter().filter(|&&s| s).count(), 4500);
+    let copies = |i: usize| i == 0 || i >= 500;
+    for i in (0..idx.n_nodes()).filter(|&i| copies(i)) {
+        let twins = idx
+            .neighbors(i)
+            .iter()
+            .filter(|&&j| copies(j as usize))
+            .count();
+        assert!(
+            twins <= graph::twin_cap(64),
+            "node {i} has {twins} copies as neighbours"
+        );
+    }
+}
+
+#[test]
 fn degrees_bounded_and_edges_valid() {
     let x = gauss(800, 16, 2);
     let mut idx = BQGraphIndex::new(params(16, Metric::Cosine)).unwrap();
