@@ -267,6 +267,24 @@ def test_pack_suggests_its_own_flag_for_empty_sequences(
     assert main(["pack", str(tmp_path / "l.txt"), "--max-len", "8", "--allow-empty"]) == 0
 
 
+def test_pack_refuses_to_write_over_its_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by a fresh-user pass: -o equal to the token file replaced it with the packed rows."""
+    pa = pytest.importorskip("pyarrow", reason="token files need pyarrow (ordcore[hf])")
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "tokens.parquet"
+    pq.write_table(pa.table({"input_ids": [[1, 2, 3], [4, 5]], "text": ["a", "b"]}), src)
+    before = src.read_bytes()
+    capsys.readouterr()
+    for out in (src, tmp_path / "." / "tokens.parquet"):
+        assert main(["pack", str(src), "--max-len", "8", "-o", str(out)]) == 2
+        assert "is the input" in capsys.readouterr().err
+    assert src.read_bytes() == before
+    assert main(["pack", str(src), "--max-len", "8", "-o", str(tmp_path / "packed.parquet")]) == 0
+
+
 def test_eval_rejects_float_truth(
     tmp_path: Path,
     vectors: tuple[Path, Path, np.ndarray, np.ndarray],

@@ -508,3 +508,13 @@ def test_cli_parquet_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (tmp_path / "sub.parquet").mkdir()
     assert _cli(["pack", str(src), "--max-len", "8", "-o", str(tmp_path / "sub.parquet")]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_token_ids_beyond_int64_are_refused() -> None:
+    """Found by a fresh-user pass: uint64 ids above 2**63 - 1 became negative labels."""
+    big = pa.array([[5, 6], [5, 2**63 + 1]], type=pa.list_(pa.uint64()))
+    with pytest.raises(ordcore.InvalidArgumentError, match="row 1 holds an id beyond int64"):
+        pack_dataset(datasets.Dataset(pa.table({"input_ids": big})), 4)
+    ok = pa.array([[5, 2**63 - 1]], type=pa.list_(pa.uint64()))
+    out = pack_dataset(datasets.Dataset(pa.table({"input_ids": ok})), 4)
+    assert out["labels"] == [[-100, 2**63 - 1]]

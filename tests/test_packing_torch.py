@@ -15,6 +15,7 @@ import pytest
 import ordcore
 
 torch = pytest.importorskip("torch", reason="ordcore.packing.torch needs torch")
+from ordcore.packing import ShardedPackStream  # noqa: E402
 from ordcore.packing.torch import PackedCollator, PackedIterableDataset  # noqa: E402
 
 
@@ -110,6 +111,26 @@ def test_collator_bad_input() -> None:
         c([{"input_ids": [1], "seq_lengths": [1]}, {"input_ids": [2]}])
     with pytest.raises(ordcore.InvalidArgumentError, match="max_len: must be at least 1"):
         PackedCollator(0)
+
+
+def test_collator_errors_name_the_feature() -> None:
+    """Found by a fresh-user pass: bare IndexError / ValueError / TypeError / RuntimeError."""
+    good = {"input_ids": [1, 2]}
+    for bad, kind in ((5, "int"), (None, "NoneType"), (torch.tensor([3, 4]), "Tensor")):
+        with pytest.raises(ordcore.InvalidArgumentError, match=f"features\\[1\\]: .*got {kind}"):
+            PackedCollator()([good, bad])
+    for key in ("input_ids", "labels"):
+        f = {"input_ids": [1, 2, 3], key: [[1], [2, 3]]}
+        with pytest.raises(ordcore.InvalidArgumentError, match=f"features\\[0\\]\\['{key}'\\]: .*ragged"):
+            PackedCollator()([f])
+    with pytest.raises(ordcore.InvalidArgumentError, match="holds ids beyond int64"):
+        PackedCollator()([{"input_ids": np.array([5, 2**63 + 1], dtype=np.uint64)}])
+    # A batch whose every sequence is dropped as overlong, in both layouts.
+    for layout in ("flat", "rows"):
+        with pytest.raises(ordcore.InvalidArgumentError, match="dropped"):
+            PackedCollator(2, overlong="drop", layout=layout)([{"input_ids": [1, 2, 3]}])
+    with pytest.raises(ordcore.InvalidArgumentError, match=r"features\[1\]: has 3 tokens"):
+        PackedCollator(2, overlong="error")([{"input_ids": [1, 2]}, {"input_ids": [1, 2, 3]}])
 
 
 # ---------------------------------------------------------------- tiny transformers models
@@ -251,6 +272,25 @@ def test_stream_bad_state() -> None:
         make_ds(src).load_state_dict({**state, "version": 99})
     with pytest.raises(ordcore.InvalidArgumentError, match="rank: must be below world_size=2"):
         make_ds(src, rank=2, world_size=2)
+
+
+def test_hf_iterable_source_is_read_whole_in_every_worker() -> None:
+    """Found by a fresh-user pass: a datasets.IterableDataset hands each DataLoader worker
+    only its own shards, so each worker planned part of the stream as if it were all of it
+    and about half the tokens were never yielded. Every worker now reads it whole: the
+    loader yields exactly the rows of the stream's shards over the same items as a list."""
+    datasets = pytest.importorskip("datasets", reason="datasets is a test dependency")
+    src = stream_source(300, seed=5)
+    items = [{"input_ids": s.tolist()} for s in src]
+    for num_shards in (1, 4):
+        hf = datasets.Dataset.from_list(items).to_iterable_dataset(num_shards=num_shards)
+        loader = torch.utils.data.DataLoader(make_ds(hf), batch_size=None, num_workers=2)
+        got = sorted(tuple(r["input_ids"].tolist()) for r in loader)
+        want = sorted(tuple(r["input_ids"].tolist()) for shard in range(2)
+                      for r in ShardedPackStream(src, 128, buffer_size=50, seed=1,
+                                                 num_shards=2, shard=shard))
+        assert got == want
+        assert len(got) > 30
 
 
 def _batches_equal(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> None:

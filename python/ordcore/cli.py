@@ -253,6 +253,12 @@ def _cmd_pack(args: argparse.Namespace) -> int:
 
     if args.output:
         _check_output("-o", args.output)
+        src, dst = Path(args.lengths), Path(args.output)
+        if dst.exists() and src.exists() and os.path.samefile(src, dst):
+            raise CliError(
+                f"-o {args.output}: is the input {args.lengths}; write to another path "
+                "(packing would replace the tokens it reads)"
+            )
     out = Path(args.output) if args.output else None
     packed_out = out is not None and out.suffix.lower() in (".parquet", ".pq")
     table = None

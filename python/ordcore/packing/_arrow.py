@@ -187,6 +187,15 @@ def token_lengths(
         raise InvalidArgumentError(
             f"token_column {token_column!r}: row {row} holds a null token id"
         )
+    if pa.types.is_uint64(vt):  # ids must fit int64 (the labels and materialize are int64)
+        flat = pc.list_flatten(col)
+        if len(flat) and pc.max(flat).as_py() > 2**63 - 1:
+            big = pc.greater(flat, pa.scalar(2**63 - 1, pa.uint64()))
+            pos = _first(np.asarray(big.to_numpy(zero_copy_only=False)))
+            row = int(np.searchsorted(np.cumsum(lengths), pos, side="right"))
+            raise InvalidArgumentError(
+                f"token_column {token_column!r}: row {row} holds an id beyond int64 (2**63 - 1)"
+            )
     for name in columns:
         if name == token_column:
             continue
@@ -301,7 +310,8 @@ def pack_table(table: pa.Table, plan: Plan, columns: Sequence[str],
     ``seq_lengths`` the list of ``stop - start``. Columns keep their value types (``list``
     stays ``list``, ``large_list`` stays ``large_list``, ``fixed_size_list`` becomes ``list``;
     ``list`` becomes ``large_list`` only past 2**31 - 1 values). ``seq_lengths`` is
-    ``list<int32>`` (``list<int64>`` when the token column is a ``large_list``), as TRL's.
+    ``list<int32>`` (``list<int64>`` when the first packed column is a ``large_list``), as
+    TRL's (which takes the lengths of its first column).
 
     Parameters
     ----------

@@ -90,7 +90,9 @@ def pack_dataset(
     types, so a training loop that consumes TRL's packed rows (``SFTTrainer`` with
     ``padding_free=True``, or :class:`ordcore.packing.torch.PackedCollator`) takes it
     unchanged: one row per pack; every packed column holds the concatenation of its
-    segments; ``seq_lengths`` (``list<int32>``) the token count of each segment in row order.
+    segments; ``seq_lengths`` the token count of each segment in row order (``list<int32>``, or
+    ``list<int64>`` when the first packed column is a ``large_list``: TRL takes the lengths of
+    its first column).
     Each row also carries what :func:`ordcore.packing.materialize` gives for that pack
     (``position_ids``, ``segment_ids``, ``cu_seqlens``, ``cu_seqlens_padded``,
     ``max_seqlen``, ``num_real_tokens``, ``seq_index``; ``labels`` when the source has none)
@@ -117,7 +119,7 @@ def pack_dataset(
         Tokenized rows; a ``DatasetDict`` is packed split by split. Any ``select`` /
         ``shuffle`` indices mapping is honoured (row order is the dataset's order).
     max_len : int
-        Tokens per packed row (TRL's ``seq_length``), 1 .. 2**22 for ``bfd``.
+        Tokens per packed row (TRL's ``seq_length``), 1 .. 2**30 (as :func:`ordcore.packing.pack`).
     algorithm : str
         Any of :data:`ordcore.packing.ALGORITHMS`; ``"bfd"`` (default) is TRL's best fit
         decreasing, ``"lpfhp"`` the histogram packer of Krell et al. (arXiv 2107.02027),

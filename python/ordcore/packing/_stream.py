@@ -6,6 +6,7 @@ it needs no torch, so it can be driven and tested on its own.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ordcore._args import c_array
+from ordcore._args import INT64_MAX, c_array
 from ordcore.errors import DTypeError, InvalidArgumentError
 
 __all__ = ["ShardedPackStream"]
@@ -49,16 +50,42 @@ def _as_item(item: Any, index: int, token_column: str) -> tuple[npt.NDArray[np.i
 
 
 def _as_ids(value: Any, index: int, what: str) -> npt.NDArray[np.int64]:
+    return token_ids(value, f"source: {what} of item {index}")
+
+
+def token_ids(value: Any, name: str) -> npt.NDArray[np.int64]:
+    """``value`` (a list, NumPy array or torch tensor of token ids) as a 1-D int64 array;
+    errors name ``name``. Ids must fit int64 (uint64 ids above 2**63 - 1 are refused, not
+    wrapped, as :meth:`ordcore.packing.Plan.materialize` does)."""
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu().numpy()
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError:  # ragged nesting
+        raise InvalidArgumentError(f"{name}: must be a flat list of ids, got a ragged nesting") from None
     if arr.ndim != 1:
-        raise InvalidArgumentError(
-            f"source: {what} of item {index} must be a flat list of ids, got shape {arr.shape}"
-        )
+        raise InvalidArgumentError(f"{name}: must be a flat list of ids, got shape {arr.shape}")
     if arr.size and (arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer)):
-        raise DTypeError(f"source: {what} of item {index} must be integers, got dtype {arr.dtype}")
+        raise DTypeError(f"{name}: must be integers, got dtype {arr.dtype}")
+    if arr.size and arr.dtype == np.uint64 and int(arr.max()) > INT64_MAX:
+        raise InvalidArgumentError(f"{name}: holds ids beyond int64 (2**63 - 1)")
     return c_array(arr, np.int64)
+
+
+def _hf_rows(ds: Any) -> Iterator[dict[str, Any]]:
+    """Every row of a ``datasets.IterableDataset``, in order, also in a DataLoader worker.
+
+    ``IterableDataset.iter`` (batches) reads the whole dataset (after any
+    ``split_dataset_by_node``), where iterating the dataset itself inside a worker yields only
+    that worker's shards.
+    """
+    for batch in ds.iter(batch_size=_HF_BATCH):
+        cols = list(batch)
+        for i in range(len(batch[cols[0]]) if cols else 0):
+            yield {c: batch[c][i] for c in cols}
+
+
+_HF_BATCH = 256
 
 
 class ShardedPackStream:
@@ -93,7 +120,10 @@ class ShardedPackStream:
     source : iterable, or callable returning an iterator
         Items are 1-D integer token sequences (lists, NumPy arrays, CPU tensors) or mappings
         with a ``token_column`` key (and optionally ``labels``), e.g. a
-        ``datasets.IterableDataset``. Iterated from its start for each pass.
+        ``datasets.IterableDataset``. Iterated from its start for each pass; a
+        ``datasets.IterableDataset`` through its ``iter`` (batches), which reads all of it
+        also in a DataLoader worker (iterating it directly there yields only that worker's
+        shards). Ids must fit int64.
     max_len, algorithm, max_seqs_per_pack, seed : see :func:`ordcore.packing.pack`
     overlong : {"split", "truncate", "drop", "error"}
         Items longer than ``max_len`` (default ``"split"``: pretraining keeps every token).
@@ -191,8 +221,11 @@ class ShardedPackStream:
         Raises
         ------
         ordcore.InvalidArgumentError
-            The state is not a stream state, or was saved with other settings (each differing
-            setting is named).
+            The state is not a stream state, is damaged (a missing key, a malformed or
+            out-of-range carried sequence, each named), or was saved with other settings
+            (each differing setting is named). A state that does not fit the source (fewer
+            items than it had read, a carried item shorter than its carried tokens, more rows
+            done than its window has) is refused when iteration resumes.
         """
         from ordcore.packing._plan import _check_int
 
@@ -207,12 +240,34 @@ class ShardedPackStream:
             raise InvalidArgumentError(
                 "state: was saved with another configuration: " + ", ".join(diff)
             )
-        window = _check_int("window", state["window"], 0)
-        next_item = _check_int("next_item", state["next_item"], 0)
-        rows_done = _check_int("rows_done", state["rows_done"], 0)
-        carry = [(int(a), int(b), int(c)) for a, b, c in state["carry"]]
-        if any(not (0 <= a < next_item and 0 <= b < c) for a, b, c in carry):
-            raise InvalidArgumentError("state: carried sequences out of range")
+        missing = [k for k in ("window", "next_item", "carry", "rows_done") if k not in state]
+        if missing:
+            raise InvalidArgumentError(
+                f"state: has no {', '.join(map(repr, missing))} (a damaged stream state)"
+            )
+        window = _check_int("state['window']", state["window"], 0)
+        next_item = _check_int("state['next_item']", state["next_item"], 0)
+        rows_done = _check_int("state['rows_done']", state["rows_done"], 0)
+        raw = state["carry"]
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable):
+            raise InvalidArgumentError(
+                f"state['carry']: must be a list of [item, start, stop], got {type(raw).__name__}"
+            )
+        carry = []
+        for n, entry in enumerate(raw):
+            name = f"state['carry'][{n}]"
+            if isinstance(entry, (str, bytes)) or not isinstance(entry, Iterable):
+                raise InvalidArgumentError(f"{name}: must be [item, start, stop], got {entry!r}")
+            entry = list(entry)
+            if len(entry) != 3:
+                raise InvalidArgumentError(f"{name}: must be [item, start, stop], got {entry!r}")
+            a, b, c = (_check_int(name, v, 0) for v in entry)
+            if not (a < next_item and b < c):
+                raise InvalidArgumentError(
+                    f"{name}: [{a}, {b}, {c}] is not a carried sequence (an item before "
+                    f"next_item={next_item}, start < stop)"
+                )
+            carry.append((a, b, c))
         self._window, self._next_item, self._rows_done = window, next_item, rows_done
         self._carry = carry
         self._resume = True
@@ -220,10 +275,23 @@ class ShardedPackStream:
     # ------------------------------------------------------------------ iteration
 
     def _iter_source(self) -> Iterator[Any]:
-        return iter(self.source()) if callable(self.source) else iter(self.source)
+        src = self.source() if callable(self.source) else self.source
+        hf = sys.modules.get("datasets")
+        if hf is not None and isinstance(src, hf.IterableDataset):
+            # Its own iteration hands each DataLoader worker only that worker's shards;
+            # every shard of this stream must read the whole source (the class splits it).
+            return _hf_rows(src)
+        return iter(src)
 
     def __iter__(self) -> Iterator[dict[str, npt.NDArray[np.int64]]]:
-        """Yields this shard's rows from the loaded state (or from the start)."""
+        """Yields this shard's rows from the loaded state (or from the start).
+
+        Raises
+        ------
+        ordcore.InvalidArgumentError
+            A bad source item (named by its index), or a loaded state that does not fit the
+            source (see :meth:`load_state_dict`).
+        """
         from ordcore.packing._plan import _mix_seed, _refuse_overlong_item, pack
         from ordcore.packing._ranks import equalize_ranks
 
@@ -234,14 +302,22 @@ class ShardedPackStream:
         it = self._iter_source()
         wanted = {c[0] for c in self._carry}
         cache: dict[int, tuple[npt.NDArray[np.int64], npt.NDArray[np.int64] | None]] = {}
+        replayed = 0
         for i, item in enumerate(islice(it, self._next_item)):  # replay to the saved window
+            replayed = i + 1
             if i in wanted:
                 cache[i] = _as_item(item, i, self.token_column)
-        if len(cache) != len(wanted):
+        if replayed < self._next_item:
             raise InvalidArgumentError(
-                f"state: the source has fewer than {self._next_item} items; it is not the "
-                f"source the state was saved from"
+                f"state: the source has {replayed} items, fewer than the {self._next_item} "
+                f"the state had read; it is not the source the state was saved from"
             )
+        for a, b, c in self._carry:
+            if c > cache[a][0].size:
+                raise InvalidArgumentError(
+                    f"state: carries tokens {b}..{c} of item {a}, which has "
+                    f"{cache[a][0].size}; it is not the source the state was saved from"
+                )
         while True:
             new = list(islice(it, self.buffer_size))
             base = self._next_item
@@ -276,6 +352,12 @@ class ShardedPackStream:
                 self.num_dropped_packs = split.num_dropped
                 self.num_padded_packs = split.num_padded
             mine, padded = split.indices[self.shard], split.padded[self.shard]
+            if self._rows_done > mine.size:  # only a loaded state can get here
+                raise InvalidArgumentError(
+                    f"state: rows_done={self._rows_done}, but window {self._window} has "
+                    f"{mine.size} rows for this shard; it is not the source the state was "
+                    f"saved from"
+                )
             off, seq, st, sp = plan.pack_offsets, plan.seq_index, plan.start, plan.stop
             while self._rows_done < mine.size:
                 j = self._rows_done

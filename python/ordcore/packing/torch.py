@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ordcore._args import c_array
 from ordcore.errors import DTypeError, InvalidArgumentError, MissingDependencyError
 
 try:
@@ -33,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - torch is in the test environmen
     ) from exc
 
 from ordcore.packing._plan import ALGORITHMS, _check_choice, _check_int, pack
-from ordcore.packing._stream import ShardedPackStream
+from ordcore.packing._stream import ShardedPackStream, token_ids
 
 __all__ = ["PackedCollator", "PackedIterableDataset"]
 
@@ -41,14 +40,7 @@ I64 = npt.NDArray[np.int64]
 
 
 def _ids(value: Any, what: str, row: int) -> I64:
-    if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
-    arr = np.asarray(value)
-    if arr.ndim != 1:
-        raise InvalidArgumentError(f"features[{row}][{what!r}]: must be 1-D, got shape {arr.shape}")
-    if arr.size and (arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer)):
-        raise DTypeError(f"features[{row}][{what!r}]: must be integers, got dtype {arr.dtype}")
-    return c_array(arr, np.int64)
+    return token_ids(value, f"features[{row}][{what!r}]")
 
 
 class PackedCollator:
@@ -116,8 +108,12 @@ class PackedCollator:
     Raises
     ------
     ordcore.InvalidArgumentError
-        (when called) No features, every sequence empty, labels of another length,
-        ``seq_lengths`` that do not add up to the row, a row longer than ``max_len``.
+        (when called) No features, a feature that is not a mapping with the token column,
+        ragged or non-1-D ids, uint64 ids beyond int64, every sequence empty (or dropped
+        as longer than ``max_len`` with ``overlong="drop"``), a sequence longer than
+        ``max_len`` with ``overlong="error"`` (named ``features[i]``), labels of another
+        length, ``seq_lengths`` that do not add up to the row, a packed row longer than
+        ``max_len``; each names the feature.
     ordcore.DTypeError
         Non-integer ids, labels or lengths.
     """
@@ -157,6 +153,12 @@ class PackedCollator:
 
     def _rows(self, features: Sequence[Mapping[str, Any]]) -> list[tuple[I64, I64, I64]]:
         """``(ids, labels, segment lengths)`` per output row (before padding)."""
+        for r, f in enumerate(features):
+            if not isinstance(f, Mapping) or self.token_column not in f:
+                raise InvalidArgumentError(
+                    f"features[{r}]: expected a mapping with {self.token_column!r}, got "
+                    f"{type(f).__name__}"
+                )
         packed = ["seq_lengths" in f for f in features]
         if any(packed) and not all(packed):
             raise InvalidArgumentError(
@@ -164,10 +166,6 @@ class PackedCollator:
             )
         seqs: list[tuple[I64, I64, I64]] = []
         for r, f in enumerate(features):
-            if not isinstance(f, Mapping) or self.token_column not in f:
-                raise InvalidArgumentError(
-                    f"features[{r}]: expected a mapping with {self.token_column!r}"
-                )
             ids = _ids(f[self.token_column], self.token_column, r)
             labels = ids if f.get("labels") is None else _ids(f["labels"], "labels", r)
             if labels.size != ids.size:
@@ -204,8 +202,19 @@ class PackedCollator:
             return [s for s in seqs if s[0].size > 0]
         # Plain examples, packed on the fly.
         lengths = np.asarray([s[0].size for s in seqs], dtype=np.int64)
+        if self.overlong == "error" and int(lengths.max()) > self.max_len:
+            r = int(np.argmax(lengths > self.max_len))
+            raise InvalidArgumentError(
+                f"features[{r}]: has {int(lengths[r])} tokens, more than max_len="
+                f"{self.max_len}; pass overlong='split', 'truncate' or 'drop'"
+            )
         plan = pack(lengths, self.max_len, algorithm=self.algorithm, overlong=self.overlong,
                     allow_empty=True)
+        if plan.num_packs == 0:
+            raise InvalidArgumentError(
+                f"features: every sequence in the batch is empty or longer than max_len="
+                f"{self.max_len} and dropped (overlong='drop')"
+            )
         out = []
         off, seq_index, start, stop = plan.pack_offsets, plan.seq_index, plan.start, plan.stop
         for p in range(plan.num_packs):
@@ -298,7 +307,8 @@ class PackedIterableDataset(torch.utils.data.IterableDataset[dict[str, Any]]):
     source : iterable, or callable returning an iterator
         Re-iterable token sequences, or mappings with ``token_column`` (and optionally
         ``labels``), e.g. a ``datasets.IterableDataset`` (not split by node: this class does
-        the split).
+        the split; it is read whole in every worker through its ``iter``, not the
+        per-worker shards its own iteration yields there).
     max_len : int
     rank, world_size : int, optional
         Data-parallel position; default from ``torch.distributed`` when it is initialized,
@@ -390,7 +400,8 @@ class PackedIterableDataset(torch.utils.data.IterableDataset[dict[str, Any]]):
         Raises
         ------
         ordcore.InvalidArgumentError
-            The state was saved by another rank, world size, worker count or configuration.
+            The state was saved by another rank, world size, worker count or configuration,
+            or is damaged (see :meth:`ordcore.packing.ShardedPackStream.load_state_dict`).
         """
         num_workers, worker_id = self._worker()
         mine = {"rank": self.rank, "world_size": self.world_size, "num_workers": num_workers,
