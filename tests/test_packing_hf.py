@@ -518,3 +518,17 @@ def test_token_ids_beyond_int64_are_refused() -> None:
     ok = pa.array([[5, 2**63 - 1]], type=pa.list_(pa.uint64()))
     out = pack_dataset(datasets.Dataset(pa.table({"input_ids": ok})), 4)
     assert out["labels"] == [[-100, 2**63 - 1]]
+
+
+@pytest.mark.parametrize("fmt", [None, "numpy", "arrow", "pandas", "python"])
+def test_stream_reads_an_iterable_dataset_in_every_format(fmt: str | None) -> None:
+    from ordcore.packing import ShardedPackStream
+
+    items = [{"input_ids": list(range(i, i + 1 + i % 7))} for i in range(700)]
+    ds = datasets.Dataset.from_list(items).to_iterable_dataset(num_shards=2)
+    if fmt is not None:
+        ds = ds.with_format(fmt)
+    want = [r["input_ids"].tolist()
+            for r in ShardedPackStream([x["input_ids"] for x in items], 16, buffer_size=100)]
+    got = [r["input_ids"].tolist() for r in ShardedPackStream(ds, 16, buffer_size=100)]
+    assert got == want

@@ -80,6 +80,8 @@ def _hf_rows(ds: Any) -> Iterator[dict[str, Any]]:
     that worker's shards.
     """
     for batch in ds.iter(batch_size=_HF_BATCH):
+        if hasattr(batch, "to_pydict"):  # formatted as Arrow: a table per batch
+            batch = batch.to_pydict()
         cols = list(batch)
         for i in range(len(batch[cols[0]]) if cols else 0):
             yield {c: batch[c][i] for c in cols}
