@@ -326,6 +326,63 @@ def test_broken_plugin_is_listed_and_warned_once(site: Path) -> None:
         assert "order/raster" in {c.key for c in ordcore.list_components()}
 
 
+def test_plugin_exiting_at_import_does_not_end_the_host(site: Path) -> None:
+    """Found by a fresh-user pass: a plugin calling parse_args() at import time exited the
+    host inside list_plugins() (SystemExit is not an Exception)."""
+    make_dist(site, "tmpplug-exits", "tmpplug_exits", """
+        import sys
+        sys.exit(2)
+        """)  # fmt: skip
+    make_dist(site, "tmpplug-fine2", "tmpplug_fine2", GOOD.format(name="fine2"))
+    plugins.reload_plugins()
+    with pytest.warns(PluginLoadWarning, match="tmpplug-exits.*SystemExit"):
+        infos = {p.name: p for p in ordcore.list_plugins()}
+    assert infos["tmpplug-exits"].status == "error"
+    assert ordcore.create("order", "fine2", a=1) == {"a": 1}
+
+
+def test_factory_module_raising_at_import_is_a_plugin_import_error(site: Path) -> None:
+    """Found by a fresh-user pass: a factory module raising anything but ImportError leaked
+    bare, and a retry advised 'pip install' of the installed plugin."""
+    (site / "tmpplug_heavy.py").write_text("raise TypeError('broken dependency')\n")
+    (site / "tmpplug_half.py").write_text("import tmpplug_heavy_sub.missing_part\n")
+    (site / "tmpplug_heavy_sub").mkdir()
+    (site / "tmpplug_heavy_sub" / "__init__.py").write_text("")
+    make_dist(site, "tmpplug-lazy2", "tmpplug_lazy2", """
+        from ordcore.plugins import hookimpl
+
+        @hookimpl
+        def ordcore_register_components(registry):
+            registry.add("order", "heavy", "tmpplug_heavy:make")
+            registry.add("order", "half", "tmpplug_half:make")
+        """)  # fmt: skip
+    plugins.reload_plugins()
+    for _ in range(2):  # the same error on a retry
+        with pytest.raises(ordcore.PluginImportError,
+                           match="'order/heavy'.*TypeError: broken dependency") as info:
+            ordcore.create("order", "heavy")
+        assert isinstance(info.value.__cause__, TypeError)
+        assert isinstance(info.value, ImportError) and "pip install" not in str(info.value)
+    # A missing submodule of an installed package is not a package to pip install either.
+    with pytest.raises(ordcore.PluginImportError, match="'tmpplug_heavy_sub' is installed"):
+        ordcore.create("order", "half")
+
+
+def test_disabled_first_party_plugin_is_named_as_disabled(site: Path) -> None:
+    """Found by a fresh-user pass: with ordcore-torch disabled, create('mixer', ...) advised
+    installing it."""
+    make_dist(site, "ordcore-torch", "tmpplug_fake_torch", GOOD.format(name="unused"))
+    os.environ["ORDCORE_DISABLE_PLUGINS"] = "ordcore-torch"
+    try:
+        plugins.reload_plugins()
+        with pytest.raises(ordcore.UnknownComponentError,
+                           match="installed but disabled .ORDCORE_DISABLE_PLUGINS"):
+            ordcore.create("mixer", "gated_deltanet")
+    finally:
+        del os.environ["ORDCORE_DISABLE_PLUGINS"]
+        plugins.reload_plugins()
+
+
 def test_broken_plugin_does_not_break_import_ordcore(site: Path) -> None:
     make_dist(site, "tmpplug-broken2", "tmpplug_broken2", "import tmpplug_not_there\n")
     proc = _run(
@@ -380,7 +437,11 @@ def test_conflict_fails_only_the_conflicting_name(site: Path) -> None:
     message = str(warning.message)
     assert "'order/same'" in message and "'tmpplug-a' 1.2.3" in message
     assert "raises PluginConflictError" in message and "is ignored" not in message
-    assert infos["tmpplug-a"].status == "loaded"
+    # Neither provides 'order/same' any more: both are listed as in conflict, without it
+    # (the first was listed as loaded with it, which a fresh-user pass found misleading).
+    assert infos["tmpplug-a"].status == "conflict"
+    assert infos["tmpplug-a"].components == ("order/only-a",)
+    assert "'order/same' is registered by two plugins" in (infos["tmpplug-a"].error or "")
     assert infos["tmpplug-b"].status == "conflict"
     assert infos["tmpplug-b"].components == ("order/only-b",)
     with pytest.raises(PluginConflictError, match="'order/same'.*'tmpplug-a' 1.2.3.*'tmpplug-b'"):

@@ -18,7 +18,12 @@ from typing import Any
 
 import pluggy
 
-from ordcore.errors import InvalidArgumentError, MissingDependencyError, PluginConflictError
+from ordcore.errors import (
+    InvalidArgumentError,
+    MissingDependencyError,
+    PluginConflictError,
+    PluginImportError,
+)
 
 __all__ = ["hookspec", "hookimpl", "HookSpecs", "Component", "Registry", "Factory", "provider_text"]
 
@@ -91,8 +96,11 @@ class Component:
         Raises
         ------
         MissingDependencyError
-            A requirement is not installed, or importing the factory's module fails with
-            an ``ImportError``; the message says what to ``pip install``.
+            A requirement is not installed, or the factory's module (or a module it imports)
+            is not found; the message says what to ``pip install``.
+        PluginImportError
+            The factory's module is installed but raised while it was imported (any other
+            exception, chained).
         """
         missing = self.missing_requirements()
         if missing:
@@ -103,13 +111,23 @@ class Component:
         if callable(self.factory):
             return self.factory
         module_name, _, attr = self.factory.partition(":")
+        who = f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version})"
         try:
             obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
+        except ModuleNotFoundError as exc:
             pkg = (exc.name or module_name).split(".")[0]
-            raise MissingDependencyError(
-                f"component {self.key!r} (from plugin {self.plugin} {self.plugin_version}) "
-                f"could not import {module_name!r} ({exc}); try: pip install {pkg}"
+            if not _is_importable(pkg):
+                raise MissingDependencyError(
+                    f"{who} could not import {module_name!r} ({exc}); try: pip install {pkg}"
+                ) from exc
+            raise PluginImportError(
+                f"{who}: importing {module_name!r} failed ({type(exc).__name__}: {exc}), "
+                f"although {pkg!r} is installed"
+            ) from exc
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - reported with the component
+            raise PluginImportError(
+                f"{who}: importing {module_name!r} failed ({type(exc).__name__}: {exc}); the "
+                "module is installed but raised while it was imported"
             ) from exc
         for part in attr.split("."):
             obj = getattr(obj, part)
@@ -236,6 +254,14 @@ def provider_text(plugin: str, version: str) -> str:
 
 def _quote(req: str) -> str:
     return f"'{req}'" if any(c in req for c in "<>=!~[; ") else req
+
+
+def _is_importable(module: str) -> bool:
+    """Whether a top-level module can be found (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _is_installed(req: str) -> bool:

@@ -17,6 +17,7 @@ __all__ = [
     "PluginConflictError",
     "UnknownComponentError",
     "MissingDependencyError",
+    "PluginImportError",
     "GpuError",
     "ClusterError",
     "ShardTimeoutError",
@@ -73,6 +74,12 @@ class UnknownComponentError(OrdcoreError, KeyError):
 class MissingDependencyError(OrdcoreError, ImportError):
     """A component or backend needs a package that is not installed; the message says what
     to ``pip install``."""
+
+
+class PluginImportError(OrdcoreError, ImportError):
+    """A component's factory module is installed but raised while it was imported (a broken
+    plugin or a broken dependency of it, not a missing package); the message names the
+    component and the module, and the original exception is chained."""
 
 
 class GpuError(OrdcoreError, RuntimeError):

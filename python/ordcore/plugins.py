@@ -59,7 +59,7 @@ import re
 import sys
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import pluggy
@@ -185,7 +185,9 @@ class _Host:
             self._log(f"load {ep.name} = {ep.value} from {dist_name} {dist_version}")
             try:
                 obj = ep.load()
-            except Exception as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
+            # SystemExit too: a plugin calling parse_args() or sys.exit() at import time
+            # must not end the host. KeyboardInterrupt still propagates.
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
                 self._fail(ep.name, dist_version, dist_name, exc, "error", "could not be imported")
                 continue
             self._register(ep.name, dist_name, dist_version, obj)
@@ -225,7 +227,7 @@ class _Host:
             caller = self.pm.subset_hook_caller("ordcore_register_components", others)
             self._log(f"call ordcore_register_components of {name}")
             caller(registry=registry)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a broken plugin must not break ordcore
             self._fail(name, version, dist_name, exc, "error", "failed to register")
             return
         added = registry.components()
@@ -254,6 +256,7 @@ class _Host:
                     f"{provider_text(comp.plugin, comp.plugin_version)}; uninstall one, or set "
                     f"ORDCORE_DISABLE_PLUGINS={comp.plugin}"
                 )
+                self._mark_conflict(first.plugin, comp.key, self.conflicts[key])
             else:  # a third provider of an already conflicting name
                 self.conflicts[key] += f" (and also {provider_text(comp.plugin, comp.plugin_version)})"
             notes.append(
@@ -271,6 +274,15 @@ class _Host:
             PluginLoadWarning,
             stacklevel=5,
         )
+
+    def _mark_conflict(self, plugin: str, key: str, note: str) -> None:
+        """Lists an earlier plugin as ``"conflict"`` (with ``note``, without ``key``) once a
+        later one registers its component ``key`` too: neither provides that name any more."""
+        for i, info in enumerate(self.plugins):
+            if info.name == plugin and info.status in ("loaded", "conflict"):
+                error = note if info.error is None else f"{info.error}; {note}"
+                keys = tuple(k for k in info.components if k != key)
+                self.plugins[i] = replace(info, components=keys, status="conflict", error=error)
 
     def _fail(
         self,
@@ -361,7 +373,11 @@ def get_component(kind: str, name: str) -> Component:
         close = difflib.get_close_matches(kind, kinds, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         if not hint and kind in _FIRST_PARTY_KINDS:
+            off = [p for p in host.plugins if p.status == "disabled"
+                   and "ordcore-torch" in (p.name, re.sub(r"[-_.]+", "-", p.distribution).lower())]
             hint = (
+                f"; the {kind!r} components come with the ordcore-torch plugin, which is "
+                f"installed but disabled ({off[0].error})" if off else
                 f"; the {kind!r} components come with the ordcore-torch plugin "
                 "(pip install ordcore-torch, or ./plugins/ordcore-torch from a checkout)"
             )
@@ -395,6 +411,8 @@ def create(kind: str, name: str, /, **kwargs: Any) -> Any:
     MissingDependencyError
         The component needs a package that is not installed; the message says what to
         ``pip install``.
+    PluginImportError
+        The component's module is installed but raised while it was imported (chained).
     PluginConflictError
         Two plugins registered this ``(kind, name)``; other names are not affected.
     """
