@@ -3,8 +3,13 @@
 Dtypes: a mixer accepts ``x`` of any floating dtype. It computes in the wider of ``x``'s
 dtype and its parameters' dtype (``torch.promote_types``; float64 input on a float32
 module casts the parameters to float64 for the call, differentiably) and returns ``y`` in
-``x``'s dtype; integer, bool or complex ``x`` raise :class:`ordcore.DTypeError`. A
-zero-length sequence (or an empty batch) returns an empty ``y`` and the initial state
+``x``'s dtype; integer, bool or complex ``x`` raise :class:`ordcore.DTypeError`. An
+``initial_state`` is cast to the state dtype of the computation dtype (the computation
+dtype itself, or its complex counterpart for the SSM); one of the wrong kind (integer, or
+real where complex is needed and vice versa) raises :class:`ordcore.DTypeError`. Operations
+torch cannot run in half precision on every device (the triangular solve, complex
+arithmetic) run in float32 inside float16/bfloat16 computations. A zero-length sequence (or
+an empty batch) returns an empty ``y``, still connected to autograd, and the initial state
 unchanged.
 
 Packed input (``cu_seqlens``, batch 1) is unpacked into a zero-padded batch of the separate
@@ -17,6 +22,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+import numbers
+
 import torch
 from torch import Tensor, nn
 
@@ -27,6 +35,7 @@ __all__ = [
     "MultiHeadMixer",
     "check_x",
     "check_float",
+    "check_number",
     "check_cu_seqlens",
     "unpack",
     "pack",
@@ -209,13 +218,25 @@ class RecurrentMixer(nn.Module):
         Raises
         ------
         ordcore.DTypeError
-            ``x`` is not a real floating tensor.
+            ``x`` is not a real floating tensor, or ``initial_state`` has the wrong kind of
+            dtype (integer or bool; complex for a real state or real for a complex one). A
+            floating (or complex) ``initial_state`` of another precision is cast to the
+            state dtype of the computation dtype.
         ordcore.InvalidArgumentError
             Wrong shapes, ``cu_seqlens`` or ``initial_state``.
         """
         check_x(x, self.d_model)
         dtype = compute_dtype(self, x)
-        if needs_cast(self, x, dtype):
+        if initial_state is not None:  # shape first, then the kind of dtype
+            batch, seq_len, _ = x.shape
+            n_seq = batch
+            if cu_seqlens is not None:
+                n_seq = check_cu_seqlens(cu_seqlens, batch, seq_len).numel() - 1
+            self._check_state(initial_state, n_seq)
+            self._check_state_dtype(initial_state)
+        if needs_cast(self, x, dtype) or (
+            isinstance(initial_state, Tensor) and initial_state.dtype != self._state_dtype(dtype)
+        ):
             y, state = cast_call(self, dtype, (x,), {
                 "cu_seqlens": cu_seqlens, "initial_state": initial_state,
                 "output_final_state": output_final_state,
@@ -230,8 +251,34 @@ class RecurrentMixer(nn.Module):
                 self._check_state(initial_state, n_seq)
             elif output_final_state:
                 initial_state = self._zero_state(n_seq, dtype, x.device)
-            return x.new_zeros(x.shape), (initial_state if output_final_state else None)
+            return self._empty_output(x), (initial_state if output_final_state else None)
         return self._mix(x, cu_seqlens, initial_state, output_final_state)
+
+    def _empty_output(self, x: Tensor) -> Tensor:
+        """The empty ``y`` for an empty ``x``, computed through the projections so that it
+        stays connected to ``x`` and the parameters (a training step on an empty batch can
+        call ``backward``)."""
+        inputs = self._inputs(x)
+        o = self._empty_o(inputs) * 0
+        for t in inputs:  # every projection joins the graph (each sum is an exact 0)
+            o = o + t.sum() * 0
+        return self._output(o, x).to(x.dtype)
+
+    def _empty_o(self, inputs: tuple[Tensor, ...]) -> Tensor:
+        """A tensor of :meth:`_kernel`'s output shape among ``inputs`` (empty input only)."""
+        raise NotImplementedError
+
+    def _state_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        """The dtype of the state when computing in ``dtype``."""
+        return dtype
+
+    def _check_state_dtype(self, state: Any) -> None:
+        """Raise :class:`ordcore.DTypeError` unless ``state`` is a real floating tensor
+        (anything that is not a tensor is left to :meth:`_check_state`)."""
+        if isinstance(state, Tensor) and not state.is_floating_point():
+            raise DTypeError(
+                f"initial_state: expected a real floating dtype, got {state.dtype}"
+            )
 
     def _mix(
         self,
@@ -254,7 +301,7 @@ class RecurrentMixer(nn.Module):
         o, state = self._kernel(inputs, initial_state, self.mode)
         if cu is not None:
             o = pack(o, cu)
-        y = self._output(o, x)
+        y = self._output(o, x).to(x.dtype)
         return y, (state if output_final_state else None)
 
     def step(self, x_t: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor]:
@@ -277,8 +324,32 @@ class RecurrentMixer(nn.Module):
 
 def check_positive(name: str, value: Any) -> None:
     """Raise unless ``value`` is a positive int."""
-    if not isinstance(value, int) or value < 1:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InvalidArgumentError(f"{name}: expected a positive int, got {value!r}")
+
+
+def check_number(name: str, value: Any, *, positive: bool = True) -> float:
+    """``value`` as a float, checked to be a finite real number that is ``> 0``
+    (``positive``) or ``>= 0``; Python and NumPy numbers and 0-d real tensors are accepted.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Not a real number (the message names the type), not finite, or out of range.
+    """
+    if isinstance(value, Tensor) and value.ndim == 0 and (
+        value.is_floating_point() or (not value.is_complex() and value.dtype != torch.bool)
+    ):
+        value = value.item()
+    if isinstance(value, (bool, Tensor)) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(
+            f"{name}: expected a real number, got {type(value).__name__} {value!r}"
+        )
+    v = float(value)
+    bound = "a positive" if positive else "a non-negative"
+    if not math.isfinite(v) or (v <= 0 if positive else v < 0):
+        raise InvalidArgumentError(f"{name}: expected {bound} finite number, got {value!r}")
+    return v
 
 
 def check_mode(mode: Any, chunk_size: Any) -> None:
@@ -292,6 +363,7 @@ def resolve_head_dim(d_model: Any, num_heads: Any, head_dim: int | None) -> int:
     check_positive("d_model", d_model)
     check_positive("num_heads", num_heads)
     if head_dim is not None:
+        check_positive("head_dim", head_dim)
         return head_dim
     if d_model % num_heads:
         raise InvalidArgumentError(
@@ -352,10 +424,13 @@ class MultiHeadMixer(RecurrentMixer):
 
     def _output(self, o: Tensor, x: Tensor) -> Tensor:
         B, T = o.shape[:2]
-        return self.o_proj(o.reshape(B, T, -1))
+        return self.o_proj(o.reshape(B, T, self.num_heads * self.head_dim))
 
     def _check_state(self, state: Tensor, batch: int) -> None:
         check_state(state, (batch, self.num_heads, self.head_dim, self.head_dim))
+
+    def _empty_o(self, inputs: tuple[Tensor, ...]) -> Tensor:
+        return inputs[2]  # v: (B, T, num_heads, head_dim), the kernel output's shape
 
     def _zero_state(self, batch: int, dtype: torch.dtype, device: torch.device) -> Tensor:
         return torch.zeros(batch, self.num_heads, self.head_dim, self.head_dim,

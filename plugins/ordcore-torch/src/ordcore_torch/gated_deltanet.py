@@ -79,7 +79,10 @@ def gated_delta_rule_chunk(
     initial_state: Tensor | None = None,
     chunk_size: int = 64,
 ) -> tuple[Tensor, Tensor]:
-    """The chunked WY form; same arguments and results as :func:`gated_delta_rule_recurrent`."""
+    """The chunked WY form; same arguments and results as :func:`gated_delta_rule_recurrent`.
+
+    float16/bfloat16 inputs run the triangular solve in float32 (and the rest in their own
+    dtype); the results come back in the inputs' dtype."""
     B, T, H, K = q.shape
     V = v.shape[-1]
     C = chunk_size
@@ -98,7 +101,11 @@ def gated_delta_rule_chunk(
     A = (bc * kk * decay).masked_fill(~strict, 0.0)
     eye = torch.eye(C, dtype=q.dtype, device=q.device)
     rhs = torch.cat([bc * vc, bc * b.exp()[..., None] * kc], dim=-1)
-    UW = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)
+    # torch has no half-precision triangular solve on CPU: solve in (at least) float32
+    wdt = torch.promote_types(q.dtype, torch.float32)
+    UW = torch.linalg.solve_triangular(
+        (eye + A).to(wdt), rhs.to(wdt), upper=False, unitriangular=True
+    ).to(q.dtype)
     U, W = UW[..., :V], UW[..., V:]
     attn = (qc @ kc.transpose(-1, -2)) * decay  # (B,H,N,C,C), zero above the diagonal
     q_in = qc * b.exp()[..., None]
@@ -122,14 +129,22 @@ class GatedDeltaNet(MultiHeadMixer):
     d_model : int
     num_heads : int
     head_dim : int, optional
-        Key and value size per head (default ``d_model // num_heads``).
+        Key and value size per head, a positive int (default ``d_model // num_heads``).
     gated : bool
         Learned decay ``g = -exp(A_log) * softplus(W_a x + dt_bias)`` (Mamba2-style), or the
         plain delta rule.
     mode : {"chunk", "recurrent"}
     chunk_size : int
 
-    Keys and queries are L2-normalized per head; ``beta = sigmoid(W_b x)``.
+    Keys and queries are L2-normalized per head; ``beta = sigmoid(W_b x)``. Any floating
+    ``dtype`` works, float16/bfloat16 included (the chunk form's triangular solve then runs
+    in float32).
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``d_model``, ``num_heads``, ``head_dim`` or ``chunk_size`` not a positive int,
+        ``num_heads`` not dividing ``d_model`` (without ``head_dim``), or an unknown ``mode``.
     """
 
     def __init__(

@@ -23,6 +23,7 @@ from ordcore.errors import InvalidArgumentError
 from ordcore_torch._base import (
     MultiHeadMixer,
     check_mode,
+    check_number,
     from_chunks,
     pad_time,
     resolve_head_dim,
@@ -120,16 +121,25 @@ class LinearAttention(MultiHeadMixer):
     d_model : int
     num_heads : int
     head_dim : int, optional
-        Key and value size per head (default ``d_model // num_heads``).
+        Key and value size per head, a positive int (default ``d_model // num_heads``).
     gate : {None, "scalar", "per_key"}
         No decay, a learned scalar decay per head and token, or GLA's per-key decay:
         ``g = logsigmoid(W x) / gate_normalizer``.
     mode : {"chunk", "recurrent"}
     chunk_size : int
     gate_normalizer : float
+        A finite number > 0 (Python, NumPy or a 0-d tensor); the log-gates
+        ``logsigmoid(W x) / gate_normalizer`` are then <= 0, as both modes need.
 
     ``forward(x, *, cu_seqlens=None, initial_state=None, output_final_state=False)``; the
     state has shape ``(N, num_heads, head_dim, head_dim)``.
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``d_model``, ``num_heads``, ``head_dim`` or ``chunk_size`` not a positive int,
+        ``num_heads`` not dividing ``d_model`` (without ``head_dim``), an unknown ``gate`` or
+        ``mode``, or ``gate_normalizer`` not a finite number > 0.
     """
 
     def __init__(
@@ -153,7 +163,7 @@ class LinearAttention(MultiHeadMixer):
         kw = {"device": device, "dtype": dtype}
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, head_dim
         self.gate, self.mode, self.chunk_size = gate, mode, chunk_size
-        self.gate_normalizer = gate_normalizer
+        self.gate_normalizer = check_number("gate_normalizer", gate_normalizer)
         inner = num_heads * head_dim
         self._make_qkv(d_model, inner, kw)
         self.o_proj = nn.Linear(inner, d_model, bias=False, **kw)

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ordcore.errors import InvalidArgumentError
-from ordcore_torch._base import cast_call, check_float, compute_dtype, needs_cast
+from ordcore_torch._base import cast_call, check_float, check_positive, compute_dtype, needs_cast
 from ordcore_torch.ssm import DiagonalSSM
 
 __all__ = ["SSMProbe"]
@@ -33,6 +33,12 @@ class SSMProbe(nn.Module):
         SSM width and complex modes per channel.
     pool : {"mean", "last"}
     chunk_size : int
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``in_features``, ``num_classes``, ``d_model``, ``d_state`` or ``chunk_size`` not a
+        positive int, or an unknown ``pool``.
     """
 
     def __init__(
@@ -49,6 +55,9 @@ class SSMProbe(nn.Module):
         dt_max: float = 1e-1,
     ) -> None:
         super().__init__()
+        check_positive("in_features", in_features)
+        check_positive("num_classes", num_classes)
+        check_positive("d_model", d_model)
         if pool not in ("mean", "last"):
             raise InvalidArgumentError(f"pool: expected 'mean' or 'last', got {pool!r}")
         self.in_features = in_features

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ordcore.errors import InvalidArgumentError
+from ordcore.errors import DTypeError, InvalidArgumentError
 from ordcore_torch._base import check_float
 
 __all__ = [
@@ -112,14 +112,25 @@ def _blocks(x: Tensor, signs: Tensor) -> Tensor:
     return x.reshape(*x.shape[:-1], signs.shape[0], signs.shape[1])
 
 
+def _wide(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the FWHT runs in: at least float32. Its unnormalized intermediate sums grow
+    up to ``g`` times the input, which overflows float16 (65504) long before the rotated
+    values (at most ``sqrt(g)`` times) do."""
+    return torch.promote_types(dtype, torch.float32)
+
+
 def _rotate(x: Tensor, signs: Tensor) -> Tensor:
     g = signs.shape[1]
-    return (fwht(_blocks(x, signs) * signs) / g**0.5).reshape(x.shape)
+    wdt = _wide(x.dtype)
+    y = fwht(_blocks(x.to(wdt), signs) * signs.to(wdt)) / g**0.5
+    return y.reshape(x.shape).to(x.dtype)
 
 
 def _rotate_t(y: Tensor, signs: Tensor) -> Tensor:
     g = signs.shape[1]
-    return (fwht(_blocks(y, signs)) / g**0.5 * signs).reshape(y.shape)
+    wdt = _wide(y.dtype)
+    x = fwht(_blocks(y.to(wdt), signs)) / g**0.5 * signs.to(wdt)
+    return x.reshape(y.shape).to(y.dtype)
 
 
 class RotatedQuantizer(nn.Module):
@@ -145,6 +156,14 @@ class RotatedQuantizer(nn.Module):
     ``quantize(w) -> (codes int8, scales)``, ``dequantize(codes, scales) -> w_hat`` (rotated
     back), ``forward(w)`` = ``dequantize(quantize(w))``, ``mse(w)`` compares with and
     without rotation.
+
+    ``w`` is a floating ``(..., n)`` tensor with ``n`` a positive multiple of
+    ``group_size``; outputs come back in ``w``'s dtype (the rotation runs in at least
+    float32, so float16 input does not overflow where the rotated values fit). An empty
+    batch gives empty codes, scales and output. Non-finite weights are refused:
+    one NaN or inf would set its whole group's scale (silently zeroing the finite values,
+    or making them NaN), so :meth:`quantize` (and ``forward``, ``mse``) raise
+    :class:`ordcore.InvalidArgumentError` naming ``w`` rather than return garbage.
     """
 
     def __init__(
@@ -170,14 +189,22 @@ class RotatedQuantizer(nn.Module):
         self.group_size, self.fmt, self.rotate, self.seed = group_size, fmt, rotate, seed
         self.scale = scale
 
-    def _check(self, w: Tensor) -> None:
+    def _check(self, w: Tensor, name: str = "w") -> None:
         if not isinstance(w, Tensor):
-            raise TypeError(f"w: expected a floating torch.Tensor, got {type(w).__name__}")
-        check_float(w, "w")
+            raise TypeError(f"{name}: expected a floating torch.Tensor, got {type(w).__name__}")
+        check_float(w, name)
+        self._check_last_dim(w, name)
+
+    def _check_last_dim(self, w: Tensor, name: str) -> None:
         if w.ndim < 1 or w.shape[-1] % self.group_size:
             raise InvalidArgumentError(
-                f"w: last dimension {w.shape[-1] if w.ndim else None} is not a multiple of "
+                f"{name}: last dimension {w.shape[-1] if w.ndim else None} is not a multiple of "
                 f"group_size={self.group_size}"
+            )
+        if w.shape[-1] == 0:
+            raise InvalidArgumentError(
+                f"{name}: the last dimension is empty (shape {tuple(w.shape)}); it must be a "
+                f"positive multiple of group_size={self.group_size}"
             )
 
     def signs(self, n: int, dtype: torch.dtype = torch.float32, device: Any = None) -> Tensor:
@@ -197,10 +224,29 @@ class RotatedQuantizer(nn.Module):
 
     def quantize(self, w: Tensor) -> tuple[Tensor, Tensor]:
         """``codes``: int8, same shape as ``w`` (INT4 values, or signed FP4 grid indices);
-        ``scales``: ``(..., n // group_size)`` in ``w``'s dtype."""
+        ``scales``: ``(..., n // group_size)`` in ``w``'s dtype.
+
+        Raises
+        ------
+        ordcore.DTypeError
+            ``w`` is not floating.
+        ordcore.InvalidArgumentError
+            ``w``'s last dimension is empty or not a multiple of ``group_size``, or ``w``
+            contains NaN or inf (a non-finite value would wreck its whole group).
+        """
         self._check(w)
+        if not bool(torch.isfinite(w).all()):
+            bad = int((~torch.isfinite(w)).sum())
+            raise InvalidArgumentError(
+                f"w: contains {bad} NaN/inf value(s); quantization needs finite weights "
+                f"(one non-finite value would set the scale of its whole group)"
+            )
         x = self.rotation(w) if self.rotate else w
-        g = x.reshape(*x.shape[:-1], -1, self.group_size)
+        if not bool(torch.isfinite(x).all()):
+            raise InvalidArgumentError(
+                f"w: the rotated values overflow {w.dtype}; quantize in a wider dtype"
+            )
+        g = x.reshape(*x.shape[:-1], x.shape[-1] // self.group_size, self.group_size)
         amax = g.abs().amax(dim=-1, keepdim=True)
         qmax = 7.0 if self.fmt == "int4" else 6.0
         base = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
@@ -238,8 +284,52 @@ class RotatedQuantizer(nn.Module):
         return torch.sign(codes) * grid[codes.abs().long()]
 
     def dequantize(self, codes: Tensor, scales: Tensor) -> Tensor:
-        """Inverse of :meth:`quantize` (up to the rounding error), rotated back."""
-        c = self._values(codes.to(scales.dtype).reshape(*codes.shape[:-1], -1, self.group_size))
+        """Inverse of :meth:`quantize` (up to the rounding error), rotated back.
+
+        Parameters
+        ----------
+        codes : integer Tensor, ``(..., n)``
+            As :meth:`quantize` returns: INT4 values in ``-8..7``, or signed FP4 grid
+            indices in ``-7..7``; ``n`` a positive multiple of ``group_size``.
+        scales : floating Tensor, ``(..., n // group_size)``
+            Exactly ``codes.shape[:-1] + (n // group_size,)`` (no broadcasting), finite.
+
+        Returns
+        -------
+        Tensor, ``codes.shape``, in ``scales``' dtype.
+
+        Raises
+        ------
+        ordcore.DTypeError
+            ``codes`` not integer, or ``scales`` not floating.
+        ordcore.InvalidArgumentError
+            Wrong shapes, codes outside the format's range, or non-finite scales.
+        """
+        if not isinstance(codes, Tensor):
+            raise TypeError(f"codes: expected an integer torch.Tensor, got {type(codes).__name__}")
+        if not isinstance(scales, Tensor):
+            raise TypeError(f"scales: expected a floating torch.Tensor, got {type(scales).__name__}")
+        if codes.is_floating_point() or codes.is_complex() or codes.dtype == torch.bool:
+            raise DTypeError(
+                f"codes: expected an integer dtype (int8, as quantize returns), got {codes.dtype}"
+            )
+        check_float(scales, "scales")
+        self._check_last_dim(codes, "codes")
+        expected = (*codes.shape[:-1], codes.shape[-1] // self.group_size)
+        if tuple(scales.shape) != expected:
+            raise InvalidArgumentError(
+                f"scales: expected shape {expected} (one scale per group of codes of shape "
+                f"{tuple(codes.shape)}), got {tuple(scales.shape)}"
+            )
+        lo, hi = (-8, 7) if self.fmt == "int4" else (-7, 7)
+        if codes.numel() and (int(codes.min()) < lo or int(codes.max()) > hi):
+            raise InvalidArgumentError(
+                f"codes: {self.fmt} codes must lie in {lo}..{hi}, got values in "
+                f"{int(codes.min())}..{int(codes.max())}"
+            )
+        if not bool(torch.isfinite(scales).all()):
+            raise InvalidArgumentError("scales: contains NaN/inf")
+        c = self._values(codes.to(scales.dtype).reshape(*expected, self.group_size))
         x = (c * scales[..., None]).reshape(codes.shape)
         return self.unrotate(x) if self.rotate else x
 

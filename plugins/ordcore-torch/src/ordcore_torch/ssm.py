@@ -10,17 +10,21 @@ Initialization of Diagonal State Space Models", arXiv:2206.11893)::
 
 The recurrent form is the reference; the chunked form convolves inside each chunk with the
 kernel ``K_l = 2 Re(sum_n C_n Bbar_n Abar_n^l)`` and carries the state between chunks. The
-state has shape ``(N, d_model, d_state)`` (complex).
+state has shape ``(N, d_model, d_state)`` (complex: complex128 when computing in float64,
+else complex64). float16/bfloat16 layers run the complex arithmetic in float32/complex64
+(torch has no complex bfloat16, and complex float16 is experimental and incomplete on CPU)
+and return ``y`` in ``x``'s dtype.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from torch import Tensor, nn
 
-from ordcore.errors import InvalidArgumentError
+from ordcore.errors import DTypeError, InvalidArgumentError
 from ordcore_torch._base import (
     RecurrentMixer,
     check_cu_seqlens,
@@ -136,6 +140,19 @@ class DiagonalSSM(RecurrentMixer):
         Range of the log-uniform initial step.
     mode : {"chunk", "recurrent"}
     chunk_size : int
+
+    Any floating ``dtype`` works: float16/bfloat16 layers compute the complex part in
+    float32/complex64 and return ``y`` in ``x``'s dtype. ``initial_state`` must be complex,
+    ``(N, d_model, d_state)``; it is cast to complex128 when computing in float64, else to
+    complex64 (the dtype of the returned final state).
+
+    Raises
+    ------
+    ordcore.InvalidArgumentError
+        ``d_model``, ``d_state`` or ``chunk_size`` not a positive int, bad ``dt_min``/
+        ``dt_max`` or ``mode``; at call time wrong shapes.
+    ordcore.DTypeError
+        At call time, ``x`` not real floating or ``initial_state`` not complex.
     """
 
     def __init__(
@@ -169,30 +186,54 @@ class DiagonalSSM(RecurrentMixer):
         self.D = nn.Parameter(torch.ones(d_model, **kw))
 
     def discretize(self) -> tuple[Tensor, Tensor, Tensor]:
-        """``(log_abar, bbar, c)``, each complex ``(d_model, d_state)``."""
-        A = torch.complex(-self.A_re_log.exp(), self.A_im)
-        dtA = A * self.log_dt.exp()[:, None]
-        bbar = (dtA.exp() - 1) / A * torch.complex(self.B_re, self.B_im)
-        return dtA, bbar, torch.complex(self.C_re, self.C_im)
+        """``(log_abar, bbar, c)``, each complex ``(d_model, d_state)``: complex128 for
+        float64 parameters, else complex64 (half-precision parameters are widened to
+        float32 first)."""
+        rdt = torch.promote_types(self.A_re_log.dtype, torch.float32)
+        A_re_log, A_im, log_dt, B_re, B_im, C_re, C_im = (
+            p.to(rdt)
+            for p in (self.A_re_log, self.A_im, self.log_dt, self.B_re, self.B_im,
+                      self.C_re, self.C_im)
+        )  # fmt: skip
+        A = torch.complex(-A_re_log.exp(), A_im)
+        dtA = A * log_dt.exp()[:, None]
+        bbar = (dtA.exp() - 1) / A * torch.complex(B_re, B_im)
+        return dtA, bbar, torch.complex(C_re, C_im)
 
     def _inputs(self, x: Tensor) -> tuple[Tensor, ...]:
         return (x,)
+
+    def _empty_o(self, inputs: tuple[Tensor, ...]) -> Tensor:
+        return inputs[0]
 
     def _kernel(
         self, inputs: tuple[Tensor, ...], initial_state: Tensor | None, mode: str
     ) -> tuple[Tensor, Tensor]:
         (x,) = inputs
         log_abar, bbar, c = self.discretize()
+        xw = x.to(log_abar.real.dtype)  # float16/bfloat16 x: computed in float32
         if mode == "recurrent":
-            return diagonal_ssm_recurrent(x, log_abar, bbar, c, initial_state)
-        return diagonal_ssm_chunk(x, log_abar, bbar, c, initial_state, self.chunk_size)
+            y, s = diagonal_ssm_recurrent(xw, log_abar, bbar, c, initial_state)
+        else:
+            y, s = diagonal_ssm_chunk(xw, log_abar, bbar, c, initial_state, self.chunk_size)
+        return y.to(x.dtype), s
 
     def _output(self, o: Tensor, x: Tensor) -> Tensor:
         return o + self.D * x
 
+    def _state_dtype(self, dtype: torch.dtype) -> torch.dtype:
+        return torch.complex128 if dtype == torch.float64 else torch.complex64
+
+    def _check_state_dtype(self, state: Any) -> None:
+        if isinstance(state, Tensor) and not state.is_complex():
+            raise DTypeError(
+                f"initial_state: expected a complex dtype (complex64 or complex128), got "
+                f"{state.dtype}"
+            )
+
     def _check_state(self, state: Tensor, batch: int) -> None:
         shape = (batch, self.d_model, self.d_state)
-        if not isinstance(state, Tensor) or tuple(state.shape) != shape or not state.is_complex():
+        if not isinstance(state, Tensor) or tuple(state.shape) != shape:
             got = tuple(state.shape) if isinstance(state, Tensor) else type(state).__name__
             raise InvalidArgumentError(f"initial_state: expected a complex tensor of shape {shape}, got {got}")
 
@@ -212,7 +253,8 @@ class DiagonalSSM(RecurrentMixer):
             # padding decays an LTI state, so take each sequence's state at its own end
             cu = check_cu_seqlens(cu_seqlens, x.shape[0], x.shape[1])
             log_abar, bbar, _ = self.discretize()
-            state = _final_states(unpack(x, cu), cu[1:] - cu[:-1], log_abar, bbar, initial_state)
+            xw = unpack(x, cu).to(log_abar.real.dtype)
+            state = _final_states(xw, cu[1:] - cu[:-1], log_abar, bbar, initial_state)
         return y, state
 
 
