@@ -264,3 +264,28 @@ def test_blocks_a_filter_emptied_are_left_out(scope: str, keep: int) -> None:
     assert sorted(list(s) for r in rows for s in np.split(
         r["input_ids"], np.cumsum(r["seq_lengths"])[:-1])) == [
         list(range(1, i + 2)) for i in range(keep)]
+
+
+def test_an_empty_dataset_packs_to_no_rows_with_the_packed_columns() -> None:
+    """scope="global" returned a dataset with no blocks (no schema); a dataset without a
+    schema (ray.data.from_items([])) raised AttributeError."""
+    import ray.data
+
+    from ordcore.distributed import pack_dataset
+
+    empty = ray.data.from_arrow(pa.table({"input_ids": pa.array([], pa.list_(pa.int64()))}))
+    want = pack_dataset(empty, 8, scope="block").schema().names
+    assert "seq_lengths" in want and "cu_seqlens" in want
+    for ds in (empty, ray.data.from_items([]), ray.data.range(0)):
+        for scope in ("global", "block"):
+            if ds is not empty:  # range(0) has no schema either
+                assert ds.schema() is None
+            out = pack_dataset(ds, 8, scope=scope)
+            assert out.count() == 0 and out.schema().names == want, (ds, scope)
+
+
+def test_split_ranks_refuses_what_is_not_a_dataset() -> None:
+    from ordcore.distributed import split_ranks
+
+    with pytest.raises(ordcore.DTypeError, match="packed: expected a ray.data.Dataset"):
+        split_ranks([1, 2], 2)

@@ -288,9 +288,9 @@ def test_add_failing_on_one_shard_names_it_and_leaves_it_unchanged(tmp_path: Pat
     with ShardedIndex(16, 3, path=tmp_path / "ix", metric="l2") as ix:
         ix.add(X[:600])
         before = ix.shard_sizes
-        good = ix.actors[1].__ray_call__.remote(lambda self: str(self.file))
+        good = ix.actors[1].__ray_call__.remote(lambda self: str(self.folder))
         # shard 1 can no longer write its file: it fails after validation, at the commit
-        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "file", Path("/nonexistent/f")))
+        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "folder", Path("/nonexistent")))
         with pytest.raises(ordcore.ClusterError, match=r"applied on shards \[0, 2\] but failed on shards \[1\]") as err:
             ix.add(X[600:])
         assert err.value.applied == (0, 2) and err.value.failed == (1,)
@@ -304,7 +304,7 @@ def test_add_failing_on_one_shard_names_it_and_leaves_it_unchanged(tmp_path: Pat
         import ray
 
         path = ray.get(good)
-        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "file", Path(path)))
+        ix.actors[1].__ray_call__.remote(lambda self: setattr(self, "folder", Path(path)))
         ids, _ = ix.search(X[600:], 1, ef_search=64)
         assert not np.isin(ids, new[ix.shard_of(new) == 1]).any()
         redo = new[ix.shard_of(new) == 1]

@@ -3,9 +3,13 @@ Ray actor, durable on every acknowledged change.
 
 Durability protocol (what makes a killed actor cost a retry, not an answer):
 
-* the index file is rewritten (``BQGraphIndex.save``: temporary file, fsync, rename) before
-  ``commit`` / ``remove`` answer, so a restarted actor, whose ``__init__`` loads the file
-  lazily, holds exactly what was acknowledged;
+* every change writes a new generation of the shard's file,
+  ``shard-<number>.<generation>.ordcann`` (``BQGraphIndex.save``: temporary file, fsync,
+  rename), before ``create`` / ``commit`` / ``remove`` / ``compact`` answer; the old
+  generation stays until the driver's manifest names the new one (the manifest is the single
+  commit point). A restarted actor, whose ``__init__`` finds its newest generation, holds
+  exactly what it acknowledged; :meth:`Shard.open` (``ShardedIndex.load``) takes the
+  generation the manifest names and removes the others (newer ones were never committed);
 * ``add`` is two-phase: ``stage`` validates a batch against the shard's ids and writes it to
   ``<file>.staging/<token>-<seq>.npz``; ``commit`` adds every staged batch of the token at
   once (one graph build for a first add), saves, then deletes the staging files. Each step is
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -29,7 +34,7 @@ import numpy.typing as npt
 from ordcore.ann import BQGraphIndex
 from ordcore.errors import IndexFormatError, InvalidArgumentError, UnknownIdError
 
-__all__ = ["Shard", "file_sha256", "shard_of", "ID_HASH"]
+__all__ = ["Shard", "file_sha256", "shard_of", "ID_HASH", "shard_file", "parse_shard_file"]
 
 #: The id-to-shard rule recorded in the manifest.
 ID_HASH = "splitmix64(id) % num_shards"
@@ -48,6 +53,35 @@ def shard_of(ids: npt.NDArray[np.int64], num_shards: int) -> npt.NDArray[np.int6
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     z ^= z >> np.uint64(31)
     return (z % np.uint64(num_shards)).astype(np.int64)
+
+
+#: ``shard-<number>[.<generation>].ordcann`` (no generation: 0, the name before generations).
+_FILE_RE = re.compile(r"shard-(\d+)(?:\.(\d+))?\.ordcann")
+
+
+def shard_file(number: int, generation: int) -> str:
+    """The file name of generation ``generation`` of shard ``number``."""
+    return f"shard-{number:05d}.{generation:08d}.ordcann"
+
+
+def parse_shard_file(name: str) -> tuple[int, int] | None:
+    """``(shard number, generation)`` of a shard file name, ``None`` for other names."""
+    m = _FILE_RE.fullmatch(name)
+    return None if m is None else (int(m.group(1)), int(m.group(2) or 0))
+
+
+def shard_files(folder: Path, number: int) -> dict[int, Path]:
+    """Generation -> file of every file of shard ``number`` in ``folder``."""
+    out: dict[int, Path] = {}
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return out
+    for name in names:
+        parsed = parse_shard_file(name)
+        if parsed is not None and parsed[0] == number and (folder / name).is_file():
+            out[parsed[1]] = folder / name
+    return out
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -76,11 +110,15 @@ class Shard:
     """
 
     def __init__(
-        self, number: int, file: str, dim: int, params: dict[str, Any], num_threads: int
+        self, number: int, folder: str, dim: int, params: dict[str, Any], num_threads: int
     ) -> None:
         self.number = number
-        self.file = Path(file)
-        self.staging = Path(file + ".staging")
+        self.folder = Path(folder)
+        # after a restart: the newest generation, what this shard last acknowledged
+        files = shard_files(self.folder, number)
+        self.generation = max(files, default=0)
+        self.file: Path | None = files.get(self.generation)
+        self.staging = self.folder / f"shard-{number:05d}.staging"
         self.dim = dim
         self.params = params
         self.num_threads = num_threads
@@ -88,18 +126,29 @@ class Shard:
         self._staged_ids: dict[str, npt.NDArray[np.int64]] = {}
 
     # -- state -----------------------------------------------------------------------
+    def _created(self) -> bool:
+        return self._index is not None or self.file is not None
+
     def _idx(self) -> BQGraphIndex:
         if self._index is None:  # after a restart: what the last acknowledged call saved
+            if self.file is None:
+                raise FileNotFoundError(f"shard {self.number}: not created yet")
             self._index = BQGraphIndex.load(self.file)
         return self._index
 
-    def _save(self) -> tuple[int, str]:
+    def _save(self) -> tuple[int, str, str]:
+        """Writes the index as the next generation; returns ``(count, sha256, file name)``.
+        The previous generation stays (the manifest may still name it)."""
         idx = self._idx()
-        idx.save(self.file)
-        _fsync(self.file)
-        return len(idx), file_sha256(self.file)
+        new = self.folder / shard_file(self.number, self.generation + 1)
+        idx.save(new)
+        _fsync(new)
+        _fsync(self.folder)
+        self.generation += 1
+        self.file = new
+        return len(idx), file_sha256(new), new.name
 
-    def _change(self, apply: Any) -> tuple[int, str]:
+    def _change(self, apply: Any) -> tuple[int, str, str]:
         """Runs ``apply(index)`` and saves; if either fails, the index in memory is dropped
         so that the next call reloads what was last acknowledged (the file)."""
         try:
@@ -109,10 +158,10 @@ class Shard:
             self._index = None
             raise
 
-    def create(self, params: dict[str, Any] | None = None) -> tuple[int, str]:
+    def create(self, params: dict[str, Any] | None = None) -> tuple[int, str, str]:
         """Writes an empty index file built with ``params`` (default: the actor's; the
         driver passes the explicit ``bits`` / ``rotation`` it chose for ``bits="auto"``);
-        returns ``(count, sha256)``."""
+        returns ``(count, sha256, file name)``."""
         if params is not None:
             self.params = params
         self._index = BQGraphIndex(self.dim, **self.params)
@@ -120,36 +169,51 @@ class Shard:
 
     def _len(self) -> int:
         """Live vectors; 0 for a shard not created yet (``bits="auto"`` before the choice)."""
-        if self._index is None and not self.file.is_file():
+        if not self._created():
             return 0
         return len(self._idx())
 
-    def open(self, sha256: str) -> int:
-        """Loads the file after checking it against the manifest's checksum (``""``: a
-        shard not created yet, which must have no file)."""
-        if not sha256 and not self.file.exists():
-            return 0
-        if not self.file.is_file():
-            raise FileNotFoundError(f"shard {self.number}: file {str(self.file)!r} is missing")
-        actual = file_sha256(self.file)
-        if actual != sha256:
-            raise IndexFormatError(
-                f"shard {self.number}: file {str(self.file)!r} has SHA-256 {actual}, the "
-                f"manifest records {sha256} (the file was changed after the manifest was "
-                "written)"
-            )
-        self._index = BQGraphIndex.load(self.file)
-        if self._index.dim != self.dim:
-            raise IndexFormatError(
-                f"shard {self.number}: file holds dimension {self._index.dim}, the manifest "
-                f"says {self.dim}"
-            )
-        return len(self._index)
+    def open(self, file: str, sha256: str) -> int:
+        """Loads ``file`` (the generation the manifest names) after checking it against the
+        manifest's checksum (``file`` and ``sha256`` empty: a shard not created yet), then
+        removes this shard's other generations: older ones are superseded, newer ones were
+        written by a change whose manifest was never written (a driver that died during
+        ``add``), so the index is the last committed one."""
+        files = shard_files(self.folder, self.number)
+        if not sha256:  # not created yet (bits="auto" before the first add)
+            self._index, self.file, self.generation = None, None, 0
+            keep = None
+        else:
+            path = self.folder / file
+            if not path.is_file():
+                raise FileNotFoundError(f"shard {self.number}: file {str(path)!r} is missing")
+            actual = file_sha256(path)
+            if actual != sha256:
+                raise IndexFormatError(
+                    f"shard {self.number}: file {str(path)!r} has SHA-256 {actual}, the "
+                    f"manifest records {sha256} (the file was changed after the manifest was "
+                    "written)"
+                )
+            index = BQGraphIndex.load(path)
+            if index.dim != self.dim:
+                raise IndexFormatError(
+                    f"shard {self.number}: file holds dimension {index.dim}, the manifest "
+                    f"says {self.dim}"
+                )
+            parsed = parse_shard_file(file)
+            self._index, self.file = index, path
+            self.generation = 0 if parsed is None else parsed[1]
+            keep = path.name
+        for p in files.values():
+            if p.name != keep:
+                p.unlink(missing_ok=True)
+        return len(self._index) if self._index is not None else 0
 
-    def checksum(self) -> tuple[int, str]:
-        if self._index is None and not self.file.exists():
-            return 0, ""  # not created yet
-        return len(self._idx()), file_sha256(self.file)
+    def checksum(self) -> tuple[int, str, str]:
+        if not self._created():
+            return 0, "", ""  # not created yet
+        assert self.file is not None
+        return len(self._idx()), file_sha256(self.file), self.file.name
 
     # -- add: stage, then commit -----------------------------------------------------
     def _batch_path(self, token: str, key: str) -> Path:
@@ -173,7 +237,8 @@ class Shard:
         path = self._batch_path(token, key)
         if path.exists():  # a retry after a restart
             return int(ids.shape[0])
-        held = np.isin(ids, self._idx().ids)
+        held = (np.isin(ids, self._idx().ids) if self._created()
+                else np.zeros(ids.shape, dtype=bool))  # bits="auto": created at the commit
         if held.any():
             j = int(np.argmax(held))
             raise InvalidArgumentError(
@@ -200,8 +265,9 @@ class Shard:
         self._staged_ids[token] = np.concatenate([before, ids])
         return int(ids.shape[0])
 
-    def commit(self, token: str) -> tuple[int, str]:
-        """Adds every batch staged under ``token`` and saves; returns ``(count, sha256)``."""
+    def commit(self, token: str) -> tuple[int, str, str]:
+        """Adds every batch staged under ``token`` and saves; returns ``(count, sha256, file
+        name)``. A shard not created yet (``bits="auto"``) must be created first."""
         files = self._staged(token)
         if files:
             data = [np.load(p) for p in files]
@@ -237,14 +303,14 @@ class Shard:
                 f"{missing[:5].tolist()}; nothing was removed"
             )
 
-    def remove(self, ids: npt.NDArray[np.int64]) -> tuple[int, str]:
+    def remove(self, ids: npt.NDArray[np.int64]) -> tuple[int, str, str]:
         def apply(idx: BQGraphIndex) -> None:
             if np.isin(ids, idx.ids).any():  # else: removed and saved before a restart
                 idx.remove(ids)
 
         return self._change(apply)
 
-    def compact(self) -> tuple[int, str]:
+    def compact(self) -> tuple[int, str, str]:
         return self._change(lambda idx: idx.compact(num_threads=self.num_threads))
 
     # -- get -------------------------------------------------------------------------
@@ -268,9 +334,8 @@ class Shard:
         allow-list, or the bitmap every shard gets)."""
         if flt is not None:
             kwargs = {**kwargs, "filter": flt}
-        return self._idx().search(
-            Q, k, ef_search=ef_search, num_threads=self.num_threads, **kwargs
-        )
+        kwargs = {"num_threads": self.num_threads, **kwargs}  # the caller's, if given
+        return self._idx().search(Q, k, ef_search=ef_search, **kwargs)
 
     # -- introspection (tests, benchmarks) ---------------------------------------------
     def info(self, Q: npt.NDArray[np.float32] | None = None) -> dict[str, Any]:

@@ -17,10 +17,18 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ordcore._args import filter_arg, float_matrix_arg, id_array_arg, lookup_ids_arg
+from ordcore._args import (
+    INT64_MAX,
+    bool_arg,
+    filter_arg,
+    float_matrix_arg,
+    id_array_arg,
+    lookup_ids_arg,
+    num_threads_arg,
+)
 from ordcore.ann import BQGraphIndex
 from ordcore.distributed._ray import get, require_cluster
-from ordcore.distributed._shard import ID_HASH, Shard, shard_of
+from ordcore.distributed._shard import ID_HASH, Shard, parse_shard_file, shard_of
 from ordcore.errors import (
     ClusterError,
     IndexFormatError,
@@ -137,7 +145,8 @@ class ShardedIndex:
     Rows go to shard ``splitmix64(id) % num_shards``. Every shard is an independent
     ``BQGraphIndex`` with the same parameters and the same ``seed`` (so the same rotation);
     a query goes to every shard, each returns its local top-``k`` with exact (reranked)
-    distances, and the driver merges them by ``(distance, id)``. With exhaustive shards the
+    distances, and the driver merges them by ``(distance, id)`` (``rerank=False``: see
+    :meth:`search`). With exhaustive shards the
     merge is exactly the global top-``k``; with approximate shards merged recall is at least
     the single index's at the same ``ef_search`` (each shard searches a quarter of the data
     with the full beam), at about ``num_shards`` times the distance work.
@@ -179,7 +188,9 @@ class ShardedIndex:
     ordcore.MissingDependencyError
         Ray is not installed (``pip install 'ordcore[ray]'``).
     ordcore.InvalidArgumentError
-        ``num_shards < 1``, a bad ``num_cpus_per_shard`` or index parameter.
+        ``num_shards < 1``, a bad ``num_cpus_per_shard`` or index parameter (NumPy scalars
+        are accepted, as by ``BQGraphIndex``, and recorded as Python numbers), or a ``path``
+        that is a file or cannot be created.
     FileExistsError
         ``path`` holds a manifest already.
 
@@ -188,10 +199,16 @@ class ShardedIndex:
 
     Notes
     -----
-    Durability: a shard writes every acknowledged ``add`` / ``remove`` to its file before it
-    answers, and the manifest (shard files, their SHA-256, parameters, the id-hash rule,
-    format version) is rewritten atomically after them. A killed actor is restarted by Ray,
-    reloads its file and the call is retried: it costs time, not an answer.
+    Durability: a shard writes every acknowledged ``add`` / ``remove`` / ``compact`` to a
+    new generation of its file (``shard-<shard>.<generation>.ordcann``) before it answers,
+    keeping the previous one; the manifest (the committed file of each shard, its SHA-256,
+    parameters, the id-hash rule, format version) is then rewritten atomically (temporary
+    file, fsync, rename) and is the single commit point; only after it are the superseded
+    generations removed. :meth:`load` opens the files the manifest names and removes newer,
+    uncommitted ones, so a driver killed during a change (``add`` of many shards, a Ctrl-C)
+    leaves an index that loads as it was after the last committed call. A killed actor is
+    restarted by Ray, reloads its newest file and the call is retried: it costs time, not an
+    answer.
 
     The shard actors are :attr:`actors` (Ray actor handles), e.g. to kill one in a test.
     """
@@ -209,8 +226,13 @@ class ShardedIndex:
         require_cluster()
         dim = _positive(dim, "dim")
         num_shards = _positive(num_shards, "num_shards")
+        params = _plain_params(params)
         template = _template(dim, params)
         folder = Path(path)
+        if folder.exists() and not folder.is_dir():
+            raise InvalidArgumentError(
+                f"path: {os.fspath(folder)!r} is a file, not a folder for the shard files"
+            )
         if (folder / MANIFEST).exists():
             raise FileExistsError(
                 f"path: {os.fspath(folder)!r} already holds a sharded index; open it with "
@@ -222,7 +244,12 @@ class ShardedIndex:
             made.append(p)
             p = p.parent
         before = set(os.listdir(p)) if not made else set()
-        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a parent that is a file, no permission, ...
+            raise InvalidArgumentError(
+                f"path: cannot create the folder {os.fspath(folder)!r} ({exc})"
+            ) from None
         try:
             auto = _is_auto(template)
             self._setup(folder, dim, num_shards, dict(params), template, 0,
@@ -259,7 +286,7 @@ class ShardedIndex:
         self._choice = choice
         self._template = template
         self._next_id = next_id
-        self._files = [f"shard-{s:05d}.ordcann" for s in range(num_shards)]
+        self._files = [""] * num_shards  # the committed generation's file ("": none yet)
         self._counts = [0] * num_shards
         self._sums = [""] * num_shards
         self._actors: list[Any] = []
@@ -295,7 +322,7 @@ class ShardedIndex:
                 max_restarts=int(max_restarts),
                 max_task_retries=int(max_restarts),
                 scheduling_strategy="SPREAD",
-            ).remote(s, str(self._path / self._files[s]), self._dim, self._params, threads)
+            ).remote(s, str(self._path), self._dim, self._params, threads)
             for s in range(self._num_shards)
         ]
 
@@ -413,11 +440,30 @@ class ShardedIndex:
             raise first
         return out
 
-    def _record(self, results: dict[int, tuple[int, str]]) -> None:
-        for s, (count, sha) in results.items():
+    def _record(self, results: dict[int, tuple[int, str, str]]) -> None:
+        """Commits the shards' new files: the manifest (written atomically) names them, then
+        the generations it no longer names are removed."""
+        for s, (count, sha, file) in results.items():
             self._counts[s] = int(count)
             self._sums[s] = str(sha)
+            self._files[s] = str(file)
         self._write_manifest()
+        self._remove_old_generations()
+
+    def _remove_old_generations(self) -> None:
+        """Removes the shard files older than the generation the manifest names (newer ones
+        belong to a change not committed yet, or never: :meth:`load` removes those)."""
+        committed = {}
+        for s, f in enumerate(self._files):
+            parsed = parse_shard_file(f) if f else None
+            if parsed is not None:
+                committed[s] = parsed[1]
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self._path):
+                parsed = parse_shard_file(name)
+                if parsed is not None and parsed[1] < committed.get(parsed[0], -1):
+                    with contextlib.suppress(OSError):
+                        (self._path / name).unlink()
 
     def _write_manifest(self) -> None:
         manifest = {
@@ -462,40 +508,54 @@ class ShardedIndex:
             Distinct ids not in the index. Default: consecutive ids after the largest id
             ever added (for a Dataset, in its row order, or the ``id_column``).
         vector_column, id_column : str
-            Columns of a Dataset ``X``.
+            Columns of a Dataset ``X`` (two different columns). An empty Dataset (also one
+            without a schema, such as ``ray.data.range(0)``) adds nothing.
 
         Raises
         ------
         ordcore.InvalidArgumentError
-            Dimension mismatch, NaN/inf or a zero row under cosine (naming the row), ids
-            repeated within the call or already in the index. Nothing changes on any shard.
+            Dimension mismatch, NaN/inf or a zero row under cosine (naming the row), a
+            null or wrong-length row of ``vector_column``, ``id_column`` equal to
+            ``vector_column``, ids repeated within the call or already in the index,
+            automatic ids that would pass ``2**63 - 1`` (pass ids explicitly). Nothing
+            changes on any shard, and under ``bits="auto"`` the choice waits for an add
+            that succeeds.
         ordcore.ClusterError
             Shards failed after validation; ``applied`` names those that did apply the
             add (the manifest records them), ``failed`` the others.
         """
         token = uuid.uuid4().hex
         staged: set[int] = set()
+        # Everything is validated and staged on the shards before anything is committed:
+        # under bits="auto" the choice (and the shards' files) come only after that, so a
+        # refused add leaves the index as it was.
         try:
             if _is_dataset(X):
                 self._check_room_for_dataset_tasks()
                 ds = self._dataset_columns(X, vector_column, id_column)
-                if self._shard_params is None:
-                    self._choose_from_dataset(ds, vector_column)
-                next_id = self._stage_dataset(token, ds, vector_column, id_column, staged)
+                if ds is None:  # an empty dataset without a schema: nothing to add
+                    return
+                if id_column is None:
+                    n_rows = int(ds.count())
+                    _default_ids(self._next_id, n_rows)
+                next_id, n_rows = self._stage_dataset(token, ds, vector_column, id_column,
+                                                      staged)
+                if self._shard_params is None and n_rows:
+                    self._choose_from_dataset(ds, vector_column, n_rows)
             else:
                 a = float_matrix_arg(X, "X", self._dim)
                 id_arr = (
-                    np.arange(self._next_id, self._next_id + a.shape[0], dtype=np.int64)
+                    _default_ids(self._next_id, a.shape[0])
                     if ids is None
                     else id_array_arg(ids, a.shape[0])
                 )
                 _check_rows(a, self._template.metric, 0, "X")
                 _check_distinct(id_arr, 0)
-                if self._shard_params is None and a.shape[0]:
-                    self._choose(a, a.shape[0])
                 if a.shape[0]:
                     for s, r in _stage_batch(self._live(), token, "0", a, id_arr, 0, staged):
                         _get_shard(s, r, "add")
+                if self._shard_params is None and a.shape[0]:
+                    self._choose(a, a.shape[0])
                 next_id = max(self._next_id, int(id_arr.max()) + 1) if id_arr.size else 0
         except BaseException:
             # Drop what was staged; the first error is the one to report (a dead shard's
@@ -540,19 +600,17 @@ class ShardedIndex:
         self._shard_params, self._choice = shard_params, choice
         self._record(dict(enumerate(created)))
 
-    def _choose_from_dataset(self, ds: Any, vector_column: str) -> None:
-        """The choice from a uniform sample of a Dataset (one extra pass: its row count,
-        then about ``CHOICE_SAMPLE_ROWS`` rows reach the driver; no more)."""
-        n = int(ds.count())
-        if n == 0:
-            return
+    def _choose_from_dataset(self, ds: Any, vector_column: str, n: int) -> None:
+        """The choice from a uniform sample of a Dataset of ``n`` rows, already staged (one
+        extra pass: about ``CHOICE_SAMPLE_ROWS`` rows reach the driver; no more)."""
         frac = min(1.0, 1.2 * CHOICE_SAMPLE_ROWS / n)
         part = ds.select_columns([vector_column])
         if frac < 1.0:
             part = part.random_sample(frac, seed=int(self._params.get("seed", 0)))
         batch = part.limit(CHOICE_SAMPLE_ROWS).take_batch(CHOICE_SAMPLE_ROWS,
                                                           batch_format="numpy")
-        sample = float_matrix_arg(_stack(batch[vector_column]), vector_column, self._dim)
+        sample = float_matrix_arg(_stack(batch[vector_column], vector_column, 0, self._dim),
+                                  vector_column, self._dim)
         _check_rows(sample, self._template.metric, 0, vector_column)
         self._choose(sample, n)
 
@@ -572,7 +630,19 @@ class ShardedIndex:
             )
 
     def _dataset_columns(self, ds: Any, vector_column: str, id_column: str | None) -> Any:
-        names = ds.schema().names
+        """``ds`` reduced to the columns ``add`` reads; ``None`` for an empty dataset
+        without a schema."""
+        if id_column is not None and id_column == vector_column:
+            raise InvalidArgumentError(
+                f"id_column: {id_column!r} is also the vector_column; the ids and the "
+                "vectors must be two different columns"
+            )
+        schema = ds.schema()
+        if schema is None:
+            if int(ds.count()) == 0:
+                return None
+            raise InvalidArgumentError("X: the dataset has rows but no schema (no columns)")
+        names = schema.names
         for arg, col in (("vector_column", vector_column), ("id_column", id_column)):
             if col is not None and col not in names:
                 raise InvalidArgumentError(
@@ -582,11 +652,12 @@ class ShardedIndex:
 
     def _stage_dataset(
         self, token: str, ds: Any, vector_column: str, id_column: str | None, staged: set[int]
-    ) -> int:
+    ) -> tuple[int, int]:
         """Routes every block of ``ds`` to the shards in a Ray task of its own (the task
         reads the block where it lies, validates it, sends each shard its rows and waits
         for the shards' acknowledgements); the driver only sees object references, row
-        counts and the shards each block reached. Returns the next default id."""
+        counts and the shards each block reached. Returns the next default id and the row
+        count."""
         ray = require_cluster()
         from ordcore.distributed.packing import _num_rows
 
@@ -618,16 +689,22 @@ class ShardedIndex:
             with contextlib.suppress(Exception):
                 ray.wait(pending, num_returns=len(pending))
             raise
-        return next_id
+        return next_id, int(row0[-1])
 
     def remove(self, ids: npt.ArrayLike) -> None:
         """Marks ``ids`` as removed on their shards (searches never return them).
 
-        Raises :class:`~ordcore.UnknownIdError` naming unknown ids, and
-        :class:`~ordcore.InvalidArgumentError` for repeated ones; then nothing is removed.
+        Raises :class:`~ordcore.UnknownIdError` naming unknown ids (every id, before the
+        first add), and :class:`~ordcore.InvalidArgumentError` for repeated ones; then
+        nothing is removed.
         """
         id_arr = id_array_arg(ids, None)
         _check_distinct(id_arr, 0)
+        if self._shard_params is None:  # bits="auto" before the first add: no shard file
+            self._live()
+            if id_arr.size:
+                _raise_unknown(id_arr, "; nothing was removed")
+            return
         shard = shard_of(id_arr, self._num_shards)
         parts = {int(s): id_arr[shard == s] for s in np.unique(shard)}
         actors = self._live()
@@ -637,12 +714,15 @@ class ShardedIndex:
         self._gather_changes(refs, "remove")
 
     def compact(self) -> None:
-        """Runs ``BQGraphIndex.compact`` on every shard (drops removed nodes)."""
+        """Runs ``BQGraphIndex.compact`` on every shard (drops removed nodes); nothing to do
+        before the first add under ``bits="auto"``."""
         actors = self._live()
+        if self._shard_params is None:
+            return
         self._gather_changes({s: a.compact.remote() for s, a in enumerate(actors)}, "compact")
 
     def _gather_changes(self, refs: dict[int, Any], what: str) -> None:
-        done: dict[int, tuple[int, str]] = {}
+        done: dict[int, tuple[int, str, str]] = {}
         errors: dict[int, BaseException] = {}
         for s, r in refs.items():
             try:
@@ -710,8 +790,11 @@ class ShardedIndex:
             of ids is split by the id-hash rule, so each shard sees only its own ids, and a
             shard whose share is empty is not asked. Ids of the allow-list not in the index
             raise :class:`~ordcore.UnknownIdError` (from their shard).
+        num_threads : int, optional
+            Threads of each shard's search (as ``BQGraphIndex.search``; default: the
+            shard's own count, ``max(1, floor(num_cpus_per_shard))``).
         timeout_s : float, optional
-            Seconds to wait for the shards (default: until all answer).
+            Seconds to wait for the shards (default, or ``float("inf")``: until all answer).
         allow_partial : bool
             When shards miss ``timeout_s``: ``False`` raises
             :class:`~ordcore.ShardTimeoutError`; ``True`` merges what the others found.
@@ -720,14 +803,24 @@ class ShardedIndex:
         -------
         ids : numpy.ndarray of int64, shape (nq, k)
         distances : numpy.ndarray of float32, shape (nq, k)
-            Merged by ``(distance, id)``; padding ``-1`` / ``+inf``.
+            Merged by ``(distance, id)``; padding ``-1`` / ``+inf``. With
+            ``rerank=False`` each shard returns its ``k`` best by code distance, in code
+            order, with exact distances (as ``BQGraphIndex.search``): the answer of a
+            single shard is returned as it is (so a 1-shard index equals the single
+            index); the answers of several shards are merged by ``(exact distance, id)``
+            (the shards do not return code distances), so the ``k`` results are the
+            exact-distance best of the union of the shards' code-space top-``k``.
         missing : tuple of int
             Only with ``allow_partial=True``: the shards that did not answer in time.
 
         Raises
         ------
         ordcore.InvalidArgumentError
-            As ``BQGraphIndex.search`` (checked on the driver before any shard is asked).
+            As ``BQGraphIndex.search`` (checked on the driver before any shard is asked),
+            a ``timeout_s`` that is not a number >= 0, an ``allow_partial`` that is not a
+            bool.
+        ordcore.UnknownIdError
+            Allow-list ids not in the index (also before the first add).
         ordcore.ShardTimeoutError
             Shards missed ``timeout_s`` and ``allow_partial`` is false (``missing`` names
             them).
@@ -735,18 +828,29 @@ class ShardedIndex:
         ray = require_cluster()
         if timeout_s is not None and not (
             isinstance(timeout_s, (int, float, np.integer, np.floating))
-            and not isinstance(timeout_s, bool)
+            and not isinstance(timeout_s, (bool, np.bool_))
             and timeout_s >= 0
         ):
             raise InvalidArgumentError(f"timeout_s: must be a number >= 0 or None, got {timeout_s!r}")
+        if timeout_s is not None and math.isinf(timeout_s):
+            timeout_s = None  # wait for every shard
+        allow_partial = bool_arg("allow_partial", allow_partial)
+        kwargs = dict(kwargs)
         flt = kwargs.pop("filter", None)
+        if "num_threads" in kwargs:
+            kwargs["num_threads"] = num_threads_arg(kwargs["num_threads"])
+        rerank = kwargs.get("rerank", True)
         # The single index's checks and messages for every argument (an empty index).
         self._template.search(np.zeros((0, self._dim), np.float32), k, ef_search=ef_search, **kwargs)
         q = float_matrix_arg(Q, "Q", self._dim)
         actors = self._live()
         ask = self._filter_shares(flt)  # shard -> its filter (absent: not asked)
-        if self._shard_params is None:
-            ask = {}  # nothing added yet: no shard holds a vector
+        if self._shard_params is None:  # nothing added yet: no shard holds a vector
+            if flt is not None:
+                allow, _ = filter_arg(flt)
+                if allow is not None and allow.size:
+                    _raise_unknown(allow, arg="filter")
+            ask = {}
         q_ref = ray.put(q)  # one copy into the object store, shared by every shard
         shard_refs = {
             s: actors[s].search.remote(q_ref, k, ef_search, kwargs, f)
@@ -776,6 +880,8 @@ class ShardedIndex:
         if not answers:
             nq, kk = q.shape[0], int(k)
             ids, dist = np.full((nq, kk), -1, np.int64), np.full((nq, kk), np.inf, np.float32)
+        elif len(answers) == 1 and not rerank:  # code order, as the single index
+            ids, dist = (np.ascontiguousarray(x) for x in answers[0])
         else:
             ids, dist = merge_topk([a[0] for a in answers], [a[1] for a in answers], int(k))
         return (ids, dist, missing) if allow_partial else (ids, dist)
@@ -856,7 +962,10 @@ class ShardedIndex:
         max_restarts: int = 3,
     ) -> ShardedIndex:
         """Opens a sharded index from its folder: reads the manifest, starts one actor per
-        shard, and each verifies its file's SHA-256 against the manifest before loading it.
+        shard, and each verifies the file the manifest names (its SHA-256) before loading
+        it. The index is the one of the last committed change: shard files newer than the
+        manifest (written by a change whose driver died before it rewrote the manifest) are
+        removed, as are superseded ones.
 
         Raises
         ------
@@ -864,7 +973,10 @@ class ShardedIndex:
             No manifest, or a shard file is missing (named).
         ordcore.IndexFormatError
             A manifest that is not JSON, lacks fields, has another format or a newer
-            version, or a shard file whose checksum or dimension differs (named).
+            version, a field with a bad value (named: ``dim``, ``num_shards`` or
+            ``next_id`` out of range, a ``shards`` list out of order, ``params`` or
+            ``shard_params`` the index refuses), or a shard file whose checksum or
+            dimension differs (named).
         ordcore.ClusterError
             Ray is not initialised.
         """
@@ -888,13 +1000,18 @@ class ShardedIndex:
                 )
             if m["id_hash"] != ID_HASH:
                 raise IndexFormatError(f"{mpath}: unknown id hash rule {m['id_hash']!r}")
-            dim, n, params = int(m["dim"]), int(m["num_shards"]), dict(m["params"])
+            dim = _manifest_int(m, "dim", mpath, 1)
+            n = _manifest_int(m, "num_shards", mpath, 1)
+            params = dict(m["params"])
             shards = list(m["shards"])
             if len(shards) != n:
-                raise IndexFormatError(f"{mpath}: lists {len(shards)} shards, says {n}")
+                raise IndexFormatError(
+                    f"{mpath}: shards: lists {len(shards)} shards, num_shards says {n}"
+                )
             files = [str(s["file"]) for s in shards]
             sums = [str(s["sha256"]) for s in shards]
-            next_id = int(m["next_id"])
+            # next_id 2**63: automatic ids are used up (explicit ids still work)
+            next_id = _manifest_int(m, "next_id", mpath, 0, INT64_MAX + 1)
             # version 1 (before bits="auto"): the shards were built with ``params`` and that
             # version's default bits=2
             shard_params = m["shard_params"] if "shard_params" in m else {"bits": 2, **params}
@@ -905,15 +1022,38 @@ class ShardedIndex:
             if isinstance(exc, IndexFormatError):
                 raise
             raise IndexFormatError(f"{mpath}: not a valid manifest ({exc!r})") from None
-        for f in files:
+        for s, (f, sha) in enumerate(zip(files, sums)):
             if Path(f).name != f:
-                raise IndexFormatError(f"{mpath}: shard file {f!r} is not a plain file name")
+                raise IndexFormatError(
+                    f"{mpath}: shards[{s}].file: {f!r} is not a plain file name"
+                )
+            parsed = parse_shard_file(f)
+            if (f or sha) and (parsed is None or parsed[0] != s):
+                raise IndexFormatError(
+                    f"{mpath}: shards[{s}].file: {f!r} is not a file of shard {s} (the "
+                    "shard list is out of order or names another file)"
+                )
+            if sha and not f:
+                raise IndexFormatError(f"{mpath}: shards[{s}].file: missing for its sha256")
+        template = _template_or_format_error(dim, params, mpath, "params")
+        if shard_params is not None:
+            _template_or_format_error(dim, shard_params, mpath, "shard_params")
+            if shard_params.get("bits") == "auto":
+                raise IndexFormatError(f"{mpath}: shard_params: bits 'auto' was never chosen")
+        elif not _is_auto(template):
+            raise IndexFormatError(
+                f"{mpath}: shard_params: missing, but params do not have bits='auto'"
+            )
+        if shard_params is None and any(sums):
+            raise IndexFormatError(
+                f"{mpath}: shard_params: missing, but the shards have files"
+            )
         obj = cls.__new__(cls)
-        obj._setup(folder, dim, n, params, _template(dim, params), next_id, shard_params, choice)
+        obj._setup(folder, dim, n, params, template, next_id, shard_params, choice)
         obj._files = files
         obj._start(num_cpus_per_shard, max_restarts)
         try:
-            counts = obj._all(lambda s, a: a.open.remote(sums[s]), start=True)
+            counts = obj._all(lambda s, a: a.open.remote(files[s], sums[s]), start=True)
         except BaseException:
             obj.close()
             raise
@@ -956,10 +1096,10 @@ def _get_shard(shard: int, ref: Any, what: str) -> Any:
         ) from exc
 
 
-def _raise_unknown(ids: npt.NDArray[np.int64]) -> None:
+def _raise_unknown(ids: npt.NDArray[np.int64], after: str = "", arg: str = "ids") -> None:
     first = list(dict.fromkeys(ids.tolist()))
     raise UnknownIdError(
-        f"ids: {len(first)} id(s) are not in the index, first {first[:5]}"
+        f"{arg}: {len(first)} id(s) are not in the index, first {first[:5]}{after}"
     )
 
 
@@ -976,13 +1116,66 @@ def _is_dataset(x: Any) -> bool:
     return cls.__module__.startswith("ray.data") and hasattr(x, "iter_batches")
 
 
-def _stack(col: Any) -> npt.NDArray[Any]:
-    """A tensor column as a 2-D array (list columns arrive as an object array of rows)."""
+def _stack(col: Any, arg: str, row0: int, dim: int) -> npt.NDArray[Any]:
+    """A tensor column as a 2-D array (list columns arrive as an object array of rows);
+    a null row, or one that is not a vector of ``dim`` values, is an
+    :class:`~ordcore.InvalidArgumentError` naming ``arg`` and the row (``row0 + i``)."""
     a = np.asarray(col)
-    if a.dtype == object:
-        a = np.stack([np.asarray(r) for r in a]) if a.size else a.reshape(0, 0)
-    return a
+    if a.dtype != object:
+        return a
+    if not a.size:
+        return a.reshape(0, dim)
+    rows = []
+    for i, r in enumerate(a):
+        if r is None:
+            raise InvalidArgumentError(f"{arg}: row {row0 + i} is null")
+        v = np.asarray(r)
+        if v.ndim != 1 or v.shape[0] != dim:
+            raise InvalidArgumentError(
+                f"{arg}: row {row0 + i} has shape {v.shape}, expected ({dim},) (dimension "
+                f"{dim})"
+            )
+        rows.append(v)
+    try:
+        return np.stack(rows)
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"{arg}: rows do not form a matrix ({exc})") from None
 
+
+def _default_ids(next_id: int, n: int) -> npt.NDArray[np.int64]:
+    """The automatic ids ``next_id, ..., next_id + n - 1``; past ``2**63 - 1`` they are an
+    :class:`~ordcore.InvalidArgumentError`, as in ``BQGraphIndex.add``."""
+    if n and next_id + n - 1 > INT64_MAX:
+        raise InvalidArgumentError(
+            f"ids: automatic ids after the largest stored id ({next_id - 1}) would pass "
+            f"2**63 - 1 for {n} rows; pass ids explicitly"
+        )
+    return np.arange(next_id, next_id + n, dtype=np.int64)
+
+
+
+def _manifest_int(m: dict[str, Any], field: str, mpath: Path, lo: int,
+                  hi: int = INT64_MAX) -> int:
+    v = m[field]
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise IndexFormatError(
+            f"{mpath}: {field}: must be an integer in [{lo}, {hi}], got {v!r}"
+        )
+    return v
+
+
+def _template_or_format_error(dim: int, params: dict[str, Any], mpath: Path,
+                              field: str) -> BQGraphIndex:
+    try:
+        return _template(dim, params)
+    except (InvalidArgumentError, TypeError) as exc:
+        raise IndexFormatError(f"{mpath}: {field}: refused by BQGraphIndex ({exc})") from None
+
+
+def _plain_params(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with NumPy scalars as Python ones (``BQGraphIndex`` accepts both; the
+    manifest is JSON)."""
+    return {k: v.item() if isinstance(v, np.generic) else v for k, v in params.items()}
 
 
 def _template(dim: int, params: dict[str, Any]) -> BQGraphIndex:
@@ -1058,8 +1251,16 @@ def _route_block(block: Any, number: int, row0: int, spec: tuple[Any, ...],
     from ray.data.block import BlockAccessor
 
     token, vector_column, id_column, dim, metric, id0 = spec
+    nulls = getattr(block, "column", None)
+    if nulls is not None:  # an Arrow block: a null row converts to NaN or None
+        is_null = np.asarray(block.column(vector_column).is_null())
+        if is_null.any():
+            raise InvalidArgumentError(
+                f"{vector_column}: row {row0 + int(np.argmax(is_null))} is null"
+            )
     cols = BlockAccessor.for_block(block).to_batch_format("numpy")
-    a = float_matrix_arg(_stack(cols[vector_column]), vector_column, dim)
+    a = float_matrix_arg(_stack(cols[vector_column], vector_column, row0, dim),
+                         vector_column, dim)
     n = a.shape[0]
     if id_column is None:
         ids = np.arange(id0 + row0, id0 + row0 + n, dtype=np.int64)

@@ -92,6 +92,9 @@ def pack_dataset(
     -------
     ray.data.Dataset
         One row per pack, in plan order (block order for ``scope="block"``), materialized.
+        An empty dataset (or one of empty rows) gives 0 rows with the packed columns, with
+        either ``scope``; an empty dataset without a schema (``ray.data.from_items([])``)
+        is taken as an empty ``list<int64>`` ``token_column``.
 
     Raises
     ------
@@ -117,8 +120,18 @@ def pack_dataset(
         from ordcore.errors import DTypeError
 
         raise DTypeError(f"dataset: expected a ray.data.Dataset, got {type(dataset).__name__}")
-    names = list(dataset.schema().names)
     col = length_column if length_column is not None else token_column
+    schema = dataset.schema()
+    if schema is None:  # an empty dataset without columns (ray.data.from_items([]))
+        if int(dataset.count()):
+            raise InvalidArgumentError("dataset: has rows but no schema (no columns)")
+        import pyarrow as pa
+        import ray.data
+
+        kind = pa.int64() if length_column is not None else pa.list_(pa.int64())
+        dataset = ray.data.from_arrow(pa.table({col: pa.array([], kind)}))
+        schema = dataset.schema()
+    names = list(schema.names)
     if col not in names:
         arg = "length_column" if length_column is not None else "token_column"
         raise InvalidArgumentError(
@@ -380,6 +393,8 @@ def _pack_global(ray: Any, task: Any, blocks: list[Any], max_len: int,
         total = hists.sum(axis=0)
         canonical = np.repeat(np.arange(max_len + 1, dtype=np.int64), total)
         plan = plan_for_lengths(canonical, max_len, **kw)
+    if plan.num_packs == 0:  # no tokens: one empty block with the packed columns
+        return _pack_blocks(task, blocks[:1], max_len, length_column, kw)
     row0 = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     bounds = _output_bounds(plan.num_packs, len(blocks))
     m = len(bounds) - 1
@@ -443,10 +458,21 @@ def split_ranks(packed: Any, world_size: int, *, remainder: str = "drop") -> tup
         on no rank) or ``num_padded`` (rows repeated from the start; with
         ``remainder="pad"`` every row carries a bool ``padded`` column to mask them out of
         the loss).
+
+    Raises
+    ------
+    ordcore.DTypeError
+        ``packed`` is not a ``ray.data.Dataset``.
+    ordcore.InvalidArgumentError
+        A bad ``world_size`` or ``remainder``.
     """
     from ordcore.packing import equalize_ranks
 
     ray = require_cluster()
+    if not hasattr(packed, "to_arrow_refs"):
+        from ordcore.errors import DTypeError
+
+        raise DTypeError(f"packed: expected a ray.data.Dataset, got {type(packed).__name__}")
     blocks = list(packed.to_arrow_refs())
     count = ray.remote(num_cpus=TASK_CPUS)(_num_rows)
     sizes = _in_order([count.remote(b) for b in blocks])
