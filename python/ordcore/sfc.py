@@ -289,8 +289,10 @@ def hilbert_encode(
         The Hilbert index of each point, equal to
         ``hilbertcurve.HilbertCurve(p=nbits, n=D).distances_from_points(coords)``
         (Skilling 2004; coordinate 0 is the most significant bit of each ``D``-bit group).
-        hilbertsfc's 2-D ``hilbert_encode_2d(x, y)`` gives the same indices; its 3-D curve
-        is a different variant.
+        hilbertsfc's 2-D ``hilbert_encode_2d(x, y)`` gives the same indices at even
+        ``nbits``; at odd ``nbits`` its curve is this one with x and y exchanged
+        (``hilbert_encode((y, x), nbits)`` gives its indices). Its 3-D curve is a different
+        variant.
 
     Raises
     ------
