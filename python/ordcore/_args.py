@@ -99,6 +99,8 @@ def num_threads_arg(num_threads: object) -> int | None:
     n = int_arg("num_threads", num_threads)
     if n < 1:
         raise InvalidArgumentError(f"num_threads: must be at least 1 (or None), got {n}")
+    if n <= 64:  # never above max_threads(), which reads the CPU affinity
+        return n
     limit = max_threads()
     if n > limit:
         raise InvalidArgumentError(

@@ -3362,18 +3362,21 @@ fn h2_halves<U: Word>(x: U, y: U, nbits: u32) -> (U, U) {
     (e.shr(U::BITS - nbits), o.shr(U::BITS - nbits))
 }
 
-/// 2-D Hilbert codes of one chunk on AVX2, codes twice as wide as the coordinates: per
-/// block of 256 points, the prefix scan of [`Word::h2_bits`] in lanes of the coordinates'
-/// width (twice as many lanes per vector as in the code's width), then the bit interleave
-/// by [`nib2::cols`]. Returns the OR of the input values.
-///
-/// # Safety
-/// The CPU has AVX2 and BMI2; `O::BITS == 2 * U::BITS <= 64`.
+/// 2-D Hilbert codes of one chunk, codes twice as wide as the coordinates: per block of
+/// 256 points, the prefix scan of [`Word::h2_bits`] in lanes of the coordinates' width
+/// (twice as many lanes per vector as in the code's width), then the bit interleave by
+/// `inter(even, odd, m, out)`, which interleaves the leading of `m` points and returns how
+/// many it did (the rest here). Inlined into a caller with the target features `inter`
+/// needs. Returns the OR of the input values.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi2")]
-unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
+#[inline(always)]
+fn hilbert2_split<U: Word, O: Word>(
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+    inter: impl Fn(*const U, *const U, usize, *mut O) -> usize,
+) -> U {
     const B: usize = 256;
-    let w = (U::BITS / 8) as usize;
     let mut ev = [U::default(); B];
     let mut od = [U::default(); B];
     let mut acc = U::default();
@@ -3394,22 +3397,52 @@ unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut
                 }
             }
         }
-        // SAFETY: AVX2; `ev` and `od` hold `m` words of `w` bytes, `ob` `m` codes of
-        // `2 * w` bytes.
-        let (done, _) = unsafe {
-            nib2::cols(
-                ev.as_ptr().cast(),
-                od.as_ptr().cast(),
-                m * w,
-                w,
-                ob.as_mut_ptr().cast(),
-            )
-        };
-        for j in done / w..m {
+        let done = inter(ev.as_ptr(), od.as_ptr(), m, ob.as_mut_ptr());
+        for j in done..m {
             ob[j] = cast::<U, O>(od[j]).part1().shl(1) | cast::<U, O>(ev[j]).part1();
         }
     }
     acc
+}
+
+/// [`hilbert2_split`] on AVX2, the interleave by [`nib2::cols`].
+///
+/// # Safety
+/// The CPU has AVX2 and BMI2; `O::BITS == 2 * U::BITS <= 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
+    let w = (U::BITS / 8) as usize;
+    hilbert2_split(nbits, src, out, |e, o, m, out| {
+        // SAFETY: AVX2; `e` and `o` hold `m` words of `w` bytes, `out` `m` codes of
+        // `2 * w` bytes.
+        let (done, _) = unsafe { nib2::cols(e.cast(), o.cast(), m * w, w, out.cast()) };
+        done / w
+    })
+}
+
+/// [`hilbert2_split`] on AVX-512, the interleave by [`m2z::encode`] (VBMI byte permutes
+/// and a GFNI bit shuffle), the scan in 512-bit vectors.
+///
+/// # Safety
+/// [`m2z_fits`] for `U`, `O` (AVX-512 F/BW/VBMI, GFNI; `O::BITS == 2 * U::BITS <= 64`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,gfni,avx2,bmi2")]
+unsafe fn hilbert2_avx512<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
+    hilbert2_split(nbits, src, out, |e, o, m, out| {
+        let src = [e as *const u8, o as *const u8];
+        let out: *mut u8 = out.cast();
+        // SAFETY: as the caller promises; `e` and `o` hold `m` coordinates, `out` `m`
+        // codes of twice their width.
+        let (done, _) = unsafe {
+            match U::BITS {
+                8 => m2z::encode::<1, false>(src, m, false, out),
+                16 => m2z::encode::<2, false>(src, m, false, out),
+                _ => m2z::encode::<4, false>(src, m, false, out),
+            }
+        };
+        done
+    })
 }
 
 /// 2-D codes of one chunk on the AVX2 kernel where the code is twice as wide as the
@@ -4561,22 +4594,25 @@ fn m2z_fits<C: Word, D: Word>(k: Kernel) -> bool {
     D::BITS == 2 * C::BITS && C::BITS <= 32 && fast9(k) && gfni()
 }
 
-/// 2-D Morton codes of one chunk by [`m2z::encode`] where [`m2z_fits`], the tail on the
-/// generic loop; `None` elsewhere. Returns the OR of the input values.
+/// 2-D codes of one chunk where [`m2z_fits`] (codes twice as wide as the coordinates, on
+/// AVX-512 VBMI with GFNI): Morton by [`m2z::encode`] (the tail on the generic loop),
+/// Hilbert by [`hilbert2_avx512`]; `None` elsewhere. Returns the OR of the input values.
 #[cfg(target_arch = "x86_64")]
-fn morton2_avx512_encode<U: Word, O: Word>(
+fn encode2_avx512<U: Word, O: Word>(
     k: Kernel,
     curve: Curve,
     nbits: u32,
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    let Curve::Morton { msb } = curve else {
-        return None;
-    };
     if !m2z_fits::<U, O>(k) {
         return None;
     }
+    let msb = match curve {
+        // SAFETY: `m2z_fits` checked the CPU features and the widths.
+        Curve::Hilbert => return Some(unsafe { hilbert2_avx512(nbits, src, out) }),
+        Curve::Morton { msb } => msb,
+    };
     let n = out.len();
     let o: *mut u8 = out.as_mut_ptr().cast();
     let (ptrs, rows) = match src {
@@ -4823,10 +4859,10 @@ pub fn encode_into<T: Coord, O: Word>(
                 if d == 3 { &z[r0..r0 + m] } else { empty },
             ]),
         };
-        // 2-D Morton codes twice as wide as the coordinates on AVX-512 VBMI with GFNI.
+        // 2-D codes twice as wide as the coordinates on AVX-512 VBMI with GFNI.
         #[cfg(target_arch = "x86_64")]
         if d == 2 {
-            if let Some(acc) = morton2_avx512_encode(k, curve, nbits, part, o) {
+            if let Some(acc) = encode2_avx512(k, curve, nbits, part, o) {
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
@@ -5279,26 +5315,33 @@ mod tests {
         }
     }
 
-    /// 3-D kernels on rows and columns over several 256-point blocks and a ragged tail
-    /// (2,125 points; the AVX-512 VBMI Morton kernels run 8 to 64 a step: table lookups,
-    /// multishift windows for 16- to 64-bit coordinates and GF(2) steps for 32/64-bit
-    /// codes into `uint8`), every lane width, both Morton axis orders, on every kernel.
+    /// 2-D and 3-D kernels on rows and columns over several 256-point blocks and a ragged
+    /// tail (2,125 points; the AVX-512 VBMI Morton kernels run 8 to 64 a step: table
+    /// lookups, multishift windows for 16- to 64-bit coordinates and GF(2) steps for
+    /// 32/64-bit codes into `uint8`; the 2-D Hilbert kernels scan 256-point blocks and
+    /// interleave 8 to 64 points a step), every lane width, both Morton axis orders, on
+    /// every kernel.
     #[test]
     fn rows_and_columns_across_blocks_match_the_reference_loops() {
         let n = 2125;
-        for nbits in [
-            1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 18, 20, 21,
-        ] {
-            let mut p = pts(100 + nbits as u64, n, 3, nbits);
+        let sweep = [
+            1u32, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 17, 18, 20, 21, 24, 25, 31, 32,
+        ];
+        for (d, nbits) in [2usize, 3]
+            .into_iter()
+            .flat_map(|d| sweep.into_iter().map(move |b| (d, b)))
+            .filter(|&(d, b)| d as u32 * b <= 64)
+        {
+            let mut p = pts(100 + nbits as u64, n, d, nbits);
             // Edge rows: all ones, one axis at its maximum (and zeros below).
-            for v in &mut p[3..6] {
+            for v in &mut p[d..2 * d] {
                 *v = low_mask(nbits);
             }
-            p[6] = low_mask(nbits);
-            p[7..12].fill(0);
-            let want_h = hilbert::encode_generic(&p, 3, nbits).unwrap();
+            p[2 * d] = low_mask(nbits);
+            p[2 * d + 1..4 * d].fill(0);
+            let want_h = hilbert::encode_generic(&p, d, nbits).unwrap();
             let morton_of = |order| -> Vec<u64> {
-                p.chunks(3)
+                p.chunks(d)
                     .map(|r| morton::tests::naive(r, nbits, order))
                     .collect()
             };
@@ -5310,10 +5353,10 @@ mod tests {
                     (Curve::Morton { msb: false }, &want_m),
                     (Curve::Morton { msb: true }, &want_msb),
                 ] {
-                    check_all::<u8>(k, c, 3, nbits, &p, want);
-                    check_all::<u16>(k, c, 3, nbits, &p, want);
-                    check_all::<u32>(k, c, 3, nbits, &p, want);
-                    check_all::<u64>(k, c, 3, nbits, &p, want);
+                    check_all::<u8>(k, c, d, nbits, &p, want);
+                    check_all::<u16>(k, c, d, nbits, &p, want);
+                    check_all::<u32>(k, c, d, nbits, &p, want);
+                    check_all::<u64>(k, c, d, nbits, &p, want);
                 }
             }
         }
