@@ -669,6 +669,31 @@ macro_rules! simd_kernel {
                 }
             }
 
+            /// Out of place, the register blocks fetch their source and claim their
+            /// destination lines (`prefetchw`) this many bytes ahead. Without it the
+            /// stores that miss the cache stall the first pass: on an AVX-512 Xeon, 32 MiB
+            /// batches out of place took 1.2-1.6x (float32) and 1.2-1.9x (float64) the time
+            /// of a copy for n = 256-32768, and 1.0-1.3x / 1.0-1.5x with it (8 KiB ahead
+            /// measured the same).
+            const PREFETCH_BYTES: usize = 4096;
+
+            /// Prefetches the lines `PREFETCH_BYTES` past the `len` elements at `inp`
+            /// (for reading) and at `out` (for writing). Addresses past the arrays are
+            /// never dereferenced: a prefetch does not fault.
+            #[inline(always)]
+            unsafe fn prefetch_ahead(inp: *const T, out: *mut T, len: usize) {
+                let (i, o) = (inp.cast::<i8>(), out.cast::<i8>().cast_const());
+                let mut l = 0;
+                while l < len * std::mem::size_of::<T>() {
+                    // SAFETY: prefetches only.
+                    unsafe {
+                        _mm_prefetch::<_MM_HINT_T0>(i.wrapping_add(PREFETCH_BYTES + l));
+                        _mm_prefetch::<_MM_HINT_ET0>(o.wrapping_add(PREFETCH_BYTES + l));
+                    }
+                    l += 64;
+                }
+            }
+
             /// Where the sign flips of a register block come from.
             trait Src: Copy {
                 /// The signs `k` elements further on (`k` a multiple of LANES).
@@ -748,6 +773,9 @@ macro_rules! simd_kernel {
             ) {
                 // SAFETY: the caller guarantees C * LANES elements at each pointer.
                 unsafe {
+                    if inp != out as *const T {
+                        prefetch_ahead(inp, out, C * LANES);
+                    }
                     let mut v = [$zero(); C];
                     match sg {
                         None => {
@@ -875,6 +903,9 @@ macro_rules! simd_kernel {
                         let o = osg.map(|p| p.add(e % per));
                         // Up to NV vectors at once, signs contiguous within a block.
                         let cnt = ((len - e) / LANES).min(NV - (e % BLOCK) / LANES);
+                        if src != x as *const T {
+                            prefetch_ahead(src.add(e), x.add(e), cnt * LANES);
+                        }
                         match g {
                             None => {
                                 for j in 0..cnt {
