@@ -1016,3 +1016,32 @@ def test_sfc_argument_errors_name_the_right_argument() -> None:
                  lambda: sfc.morton_decode([[1], [2, 3]], 4, 2)):
         with pytest.raises(InvalidArgumentError, match="not a rectangular array"):
             call()
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("n", [0, 1, 63, 1000])
+def test_separate_decoded_arrays_start_on_a_cache_line(d: int, n: int) -> None:
+    """Decoding into separate arrays writes each one from a 64-byte boundary (the AVX-512
+    kernels' stores span two cache lines otherwise): every array is its own C-contiguous,
+    writable (n,) array on a cache line, equal to the rows' columns, for every width."""
+    rng = np.random.default_rng(n + d)
+    for nbits in (3, 8, 13, 21):
+        pts = rng.integers(0, 1 << nbits, (n, d), dtype=np.uint64)
+        for curve, enc, dec in (("hilbert", sfc.hilbert_encode, sfc.hilbert_decode),
+                                ("morton", sfc.morton_encode, sfc.morton_decode)):
+            codes = enc(pts, nbits, dtype="narrowest")
+            for dt in ("narrowest", np.uint32, np.uint64):
+                if dt == np.uint32 and nbits > 32:
+                    continue
+                sep = dec(codes, nbits, d, dtype=dt, separate=True)
+                rows = dec(codes, nbits, d, dtype=dt)
+                assert len(sep) == d, (curve, nbits, dt)
+                for i, a in enumerate(sep):
+                    assert a.shape == (n,) and a.dtype == rows.dtype, (curve, nbits, dt)
+                    assert a.flags.c_contiguous and a.flags.writeable
+                    assert n == 0 or a.ctypes.data % 64 == 0, (curve, nbits, dt, i)
+                    np.testing.assert_array_equal(a, pts[:, i])
+                if n:
+                    sep[0][:] = 0  # the arrays do not overlap
+                    for i in range(1, d):
+                        np.testing.assert_array_equal(sep[i], pts[:, i])

@@ -193,6 +193,24 @@ def float_matrix_arg(
     return np.require(a, dtype=np.float32, requirements=["C", "A"])
 
 
+CACHE_LINE = 64
+
+
+def empty_aligned(shape: tuple[int, ...], dtype: npt.DTypeLike) -> npt.NDArray[Any]:
+    """``np.empty(shape, dtype)`` starting on a 64-byte boundary (a cache line), a view of a
+    uint8 buffer. NumPy's large arrays start 16 bytes past one, so every other 32-byte
+    vector (every 64-byte one) of a kernel's stores spans two lines: on AMD Zen 3 (AVX2, 1
+    thread) an aligned output makes ``fwht(x)`` 7-27% faster (float32 n = 4096 / 32768,
+    float64 n = 1024 / 4096), and on an AVX-512 Xeon decoding 10**6 small Morton codes into
+    separate arrays 25-30% faster."""
+    dt = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    buf = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
+    off = -buf.ctypes.data % CACHE_LINE
+    # Sliced in two steps: NumPy starts an empty slice at its base's start, not at ``off``.
+    return buf[off : off + max(nbytes, 1)][:nbytes].view(dt).reshape(shape)
+
+
 def c_array(a: Any, dtype: npt.DTypeLike | None = None) -> npt.NDArray[Any]:
     """``np.ascontiguousarray(a, dtype)``, also copied when its start is not a multiple of
     its element size: NumPy calls such a view (a buffer sliced at a byte offset)

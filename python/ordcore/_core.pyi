@@ -54,6 +54,7 @@ def sfc_decode(
     out_bits: int,
     columns: bool,
     num_threads: int | None = None,
+    out: Any = None,
 ) -> Any: ...
 def sfc_kernel() -> str: ...
 def sfc_serialize(

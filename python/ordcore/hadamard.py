@@ -50,6 +50,7 @@ from ordcore._args import (
     UINT64_MAX,
     bool_arg,
     c_array,
+    empty_aligned,
     int_arg,
     num_threads_arg,
     warn_unknown_kernel_cap,
@@ -200,14 +201,14 @@ def _rows_transform(
     ):
         kernel(src, out_moved.reshape(-1, n))
         return out
-    res = _empty_aligned(src.shape, cdt)
+    res = empty_aligned(src.shape, cdt)
     kernel(src, res)
     res_moved = res.reshape(moved.shape)
     if out is None and last and out_dtype == cdt:
         return res_moved
     if out is None:
         # One copy that casts (float16) and puts the axis back, into an aligned result.
-        out = _empty_aligned(arr.shape, out_dtype)
+        out = empty_aligned(arr.shape, out_dtype)
         out_moved = out if last else np.moveaxis(out, axis, -1)
     # A float16 result beyond its range becomes inf (documented), without NumPy's warning.
     with np.errstate(over="ignore"):
@@ -267,27 +268,11 @@ def _rows_of(x: NDArray[Any]) -> NDArray[Any]:
     return x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
 
 
-_ALIGN = 64
-
-
-def _empty_aligned(shape: tuple[int, ...], dtype: np.dtype[Any]) -> NDArray[Any]:
-    """``np.empty(shape, dtype)`` starting on a 64-byte boundary (a cache line). NumPy's
-    large arrays start 16 bytes past one, so every other 32-byte vector of the transform's
-    loads and stores spans two lines: on AMD Zen 3 (AVX2, 1 thread) an aligned output makes
-    ``fwht(x)`` 7-27% faster (float32 n = 4096 / 32768, float64 n = 1024 / 4096)."""
-    dt = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    buf = np.empty(nbytes + _ALIGN, dtype=np.uint8)
-    off = -buf.ctypes.data % _ALIGN
-    # Sliced in two steps: NumPy starts an empty slice at its base's start, not at ``off``.
-    return buf[off : off + max(nbytes, 1)][:nbytes].view(dt).reshape(shape)
-
-
 def _new_or_out(rows: NDArray[Any], out: NDArray[Any] | None) -> NDArray[Any]:
     """A new array of ``rows``'s shape and dtype (64-byte aligned, see
-    :func:`_empty_aligned`), or ``out`` viewed as ``(rows, n)``."""
+    :func:`ordcore._args.empty_aligned`), or ``out`` viewed as ``(rows, n)``."""
     if out is None:
-        return _empty_aligned(rows.shape, rows.dtype)
+        return empty_aligned(rows.shape, rows.dtype)
     return _rows_of(out)
 
 
