@@ -1007,8 +1007,10 @@ def test_sfc_argument_errors_name_the_right_argument() -> None:
         sfc.locality([1, 1, 2, 3], 2, 2)
     with pytest.raises(InvalidArgumentError, match=r"p: p\[1\] = 7 is outside"):
         sfc.inverse_permutation([0, 7])
-    with pytest.raises(InvalidArgumentError, match="D = 65 axes exceed it even at nbits = 1"):
+    with pytest.raises(InvalidArgumentError, match="ndim: at most 64 axes fit"):
         sfc.hilbert_decode([1], 1, 65)
+    with pytest.raises(InvalidArgumentError, match="D = 65 axes exceed it even at nbits = 1"):
+        sfc.hilbert_encode(np.zeros((1, 65), np.uint8), 1)
     # uint64 with a signed array: the negative value is shown as itself, not wrapped.
     with pytest.raises(InvalidArgumentError, match=r"row 1 \(column 1\) has value -1"):
         sfc.hilbert_encode((np.array([1, 2], np.uint64), np.array([0, -1])), 4)
@@ -1045,3 +1047,38 @@ def test_separate_decoded_arrays_start_on_a_cache_line(d: int, n: int) -> None:
                     sep[0][:] = 0  # the arrays do not overlap
                     for i in range(1, d):
                         np.testing.assert_array_equal(sep[i], pts[:, i])
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64])
+def test_negative_values_are_refused_when_the_codes_take_64_bits(dt: type) -> None:
+    """A negative signed value reads as a large uint64, which a range check against
+    2**64 - 1 lets through: decoding at D * nbits = 64 named row 0 on the 2-D/3-D paths and
+    returned wrapped coordinates on the others, and D = 1, nbits = 64 encoded -1 as
+    2**64 - 1. Every path now names the negative value's row."""
+    codes = np.array([1, 2, -1, 3], dt)
+    for ndim, nbits in ((2, 32), (1, 64), (4, 16), (8, 8)):
+        for dec in (sfc.hilbert_decode, sfc.morton_decode):
+            for sep in (False, True):
+                with pytest.raises(InvalidArgumentError, match="row 2 has value -1"):
+                    dec(codes, nbits, ndim, separate=sep)
+    for enc in (sfc.hilbert_encode, sfc.morton_encode):
+        with pytest.raises(InvalidArgumentError, match=r"row 2 \(column 0\) has value -1"):
+            enc(codes.reshape(-1, 1), 64)
+        with pytest.raises(InvalidArgumentError, match="row 2 .* has value -1"):
+            enc(codes.reshape(-1, 1).repeat(2, axis=1), 32)
+    with pytest.raises(InvalidArgumentError, match="row 2 has value -1"):
+        sfc.hilbert_decode([5, 7, -1], 16, 4)
+
+
+@pytest.mark.parametrize("dtype", ["narrowest", np.uint8, np.uint64])
+def test_decode_width_errors_with_an_output_dtype(dtype: object) -> None:
+    """nbits >= 65 with an output dtype raised a bare StopIteration (the narrowest-width
+    search found nothing); ndim above 64 was reported under nbits."""
+    for ndim in (1, 2, 3, 4):
+        for sep in (False, True):
+            with pytest.raises(InvalidArgumentError, match="nbits"):
+                sfc.hilbert_decode(np.array([0]), 65, ndim, dtype=dtype, separate=sep)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgumentError, match="nbits"):
+                sfc.morton_decode(np.array([0]), 65, ndim, dtype=dtype, separate=sep)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgumentError, match="ndim: at most 64 axes"):
+        sfc.hilbert_decode(np.array([0]), 1, 65, dtype=dtype)  # type: ignore[arg-type]

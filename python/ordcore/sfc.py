@@ -265,8 +265,12 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
     nd = _int_arg("ndim", ndim)
     if nd < 1:
         raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
+    if nd > 64:
+        raise InvalidArgumentError(
+            f"ndim: at most 64 axes fit a 64-bit code (nbits >= 1 each), got {nd}"
+        )
     nb = _int_arg("nbits", nbits)
-    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if nb >= 1 else 64
+    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if 1 <= nb <= 64 else 64
     if nd in (2, 3):
         if separate and 1 <= nb <= 64 // nd:
             # Each array starts on a cache line (see decode_cols_into in the binding).
@@ -366,8 +370,8 @@ def hilbert_decode(
         ``nbits`` bits.
     separate : bool
         Return a tuple of ``D`` arrays of shape (N,) (as hilbertsfc) instead of one array.
-        Each is C-contiguous, writable and starts on a 64-byte boundary (for ``ndim`` 2
-        and 3 they are disjoint views of one buffer).
+        Each is C-contiguous and writable; for ``ndim`` 2 and 3 each starts on a 64-byte
+        boundary (disjoint views of one buffer).
 
     Returns
     -------

@@ -4738,10 +4738,10 @@ fn check_dim(d: usize) -> Result<()> {
 
 /// The value at row `r`, column `i`.
 #[inline(always)]
-fn at<T: Coord>(c: Coords<'_, T>, d: usize, r: usize, i: usize) -> u64 {
+fn cell<T: Coord>(c: Coords<'_, T>, d: usize, r: usize, i: usize) -> T {
     match c {
-        Coords::Rows(s) => s[r * d + i].to_u64(),
-        Coords::Columns(cols) => cols[i][r].to_u64(),
+        Coords::Rows(s) => s[r * d + i],
+        Coords::Columns(cols) => cols[i][r],
     }
 }
 
@@ -4905,7 +4905,7 @@ pub fn encode_into<T: Coord, O: Word>(
     }
     if bad {
         let row = (0..n)
-            .find(|&r| (0..d).any(|i| at(coords, d, r, i) & !limit != 0))
+            .find(|&r| (0..d).any(|i| cell(coords, d, r, i).outside(limit)))
             .unwrap_or(0);
         let vals: Vec<String> = (0..d)
             .map(|i| match coords {
@@ -4914,7 +4914,7 @@ pub fn encode_into<T: Coord, O: Word>(
             })
             .collect();
         let col = (0..d)
-            .position(|i| at(coords, d, row, i) & !limit != 0)
+            .position(|i| cell(coords, d, row, i).outside(limit))
             .unwrap_or(0);
         return Err(Error::invalid(
             "coords",
@@ -5127,10 +5127,7 @@ pub fn decode_into<T: Coord, O: Word>(
         bad = hidden_negative(codes, total);
     }
     if bad {
-        let row = codes
-            .iter()
-            .position(|c| c.to_u64() & !limit != 0)
-            .unwrap_or(0);
+        let row = codes.iter().position(|c| c.outside(limit)).unwrap_or(0);
         return Err(Error::invalid(
             arg,
             format!(
@@ -5477,6 +5474,20 @@ mod tests {
         let c = [-1i16];
         let e = decode::<i16, u8>(&c, 2, 8, Curve::Morton { msb: false }, false, "code").err();
         assert!(format!("{e:?}").contains("row 0 has value -1"), "{e:?}");
+        // Codes of D * nbits = 64 bits: every u64 passes the range check, so the row of the
+        // negative value is found by its sign (it was reported as row 0).
+        for c in [[1i64, 2, -1, 3].as_slice(), &[7, 0, -1, 5]] {
+            for curve in [Curve::Hilbert, Curve::Morton { msb: false }] {
+                let e = decode::<i64, u32>(c, 2, 32, curve, true, "code").err();
+                assert!(format!("{e:?}").contains("row 2 has value -1"), "{e:?}");
+            }
+        }
+        let p = [1i32, 2, 3, 4, -5, 6];
+        let e = encode::<i32, u64>(Coords::Rows(&p), 2, 32, Curve::Hilbert).err();
+        assert!(
+            format!("{e:?}").contains("row 2 (column 0) has value -5"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -36,6 +36,20 @@ pub trait Coord: Copy + Send + Sync + 'static {
     fn to_u64(self) -> u64;
     /// The value as the user wrote it, for error messages.
     fn describe(self) -> String;
+    /// Whether the value lies outside `[0, limit]`: above it, or negative (a negative value
+    /// reads as a large `u64`, which passes a check against `limit = 2^64 - 1`).
+    #[inline(always)]
+    fn outside(self, limit: u64) -> bool {
+        let v = self.to_u64();
+        v & !limit != 0 || (Self::SIGNED && (v as i64) < 0)
+    }
+}
+
+/// Whether the OR `acc` of some values of type `T` shows one outside `[0, limit]` (see
+/// [`Coord::outside`]; a negative value sets the top bit).
+#[inline(always)]
+fn any_outside<T: Coord>(acc: u64, limit: u64) -> bool {
+    acc & !limit != 0 || (T::SIGNED && (acc as i64) < 0)
 }
 
 macro_rules! impl_coord {
@@ -147,11 +161,11 @@ where
             }
             *slot = kernel(row);
         }
-        if acc & !limit == 0 {
+        if !any_outside::<T>(acc, limit) {
             return Ok(None);
         }
         Ok(c.chunks_exact(ndim)
-            .position(|row| row.iter().any(|v| v.to_u64() & !limit != 0))
+            .position(|row| row.iter().any(|v| v.outside(limit)))
             .map(|r| ci * CHUNK + r))
     };
     let bad = first_bad(if n >= crate::PARALLEL_THRESHOLD {
@@ -171,10 +185,7 @@ where
         None => Ok(out),
         Some(row) => {
             let vals = &coords[row * ndim..(row + 1) * ndim];
-            let col = vals
-                .iter()
-                .position(|v| v.to_u64() & !limit != 0)
-                .unwrap_or(0);
+            let col = vals.iter().position(|v| v.outside(limit)).unwrap_or(0);
             Err(Error::invalid(
                 "coords",
                 format!(
@@ -217,11 +228,11 @@ where
             acc |= h;
             kernel(h, row);
         }
-        if acc & !limit == 0 {
+        if !any_outside::<T>(acc, limit) {
             return Ok(None);
         }
         Ok(c.iter()
-            .position(|v| v.to_u64() & !limit != 0)
+            .position(|v| v.outside(limit))
             .map(|r| ci * CHUNK + r))
     };
     let bad = first_bad(if n >= crate::PARALLEL_THRESHOLD {

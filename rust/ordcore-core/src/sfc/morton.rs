@@ -230,6 +230,17 @@ pub(crate) mod tests {
         assert!(encode(&[-1i32, 0], 2, 2, AxisOrder::Lsb).is_err());
         assert!(encode(&[0u8; 3], 3, 22, AxisOrder::Lsb).is_err());
         assert!(decode(&[16u64], 2, 2, AxisOrder::Lsb).is_err());
+        // 64-bit codes and coordinates: a negative value passes the range check as a u64;
+        // it is refused by its sign, naming its row.
+        let e = decode(&[1i64, -2, 3], 1, 64, AxisOrder::Lsb).err();
+        assert!(format!("{e:?}").contains("row 1 has value -2"), "{e:?}");
+        let e = decode(&[1i8, 2, -1], 4, 16, AxisOrder::Msb).err();
+        assert!(format!("{e:?}").contains("row 2 has value -1"), "{e:?}");
+        let e = encode(&[3i16, -1], 1, 64, AxisOrder::Lsb).err();
+        assert!(
+            format!("{e:?}").contains("row 1 (column 0) has value -1"),
+            "{e:?}"
+        );
     }
 
     proptest! {
