@@ -52,7 +52,6 @@ def sfc_decode(
     curve: str,
     msb: bool,
     out_bits: int,
-    columns: bool,
     num_threads: int | None = None,
     out: Any = None,
 ) -> Any: ...

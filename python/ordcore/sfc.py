@@ -272,17 +272,19 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
     nb = _int_arg("nbits", nbits)
     bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if 1 <= nb <= 64 else 64
     if nd in (2, 3):
-        if separate and 1 <= nb <= 64 // nd:
-            # Each array starts on a cache line (see decode_cols_into in the binding).
-            n, per_line = arr.shape[0], _CACHE_LINE // (bits // 8)
-            m = -(-n // per_line) * per_line
-            if nd * m * bits >= 8 << 26:  # 64 MiB and up: the core's memory rule, named
-                _ensure_fits(arg, nd * m * bits // 8)
-            buf = _empty_aligned((nd, m), _UNSIGNED[bits])
-            _core.sfc_decode(arr, nb, nd, curve, msb, bits, True, _threads(num_threads), buf)
-            return tuple(buf[:, :n])
-        out = _core.sfc_decode(arr, nb, nd, curve, msb, bits, separate, _threads(num_threads))
-        return tuple(out) if separate else out
+        if not separate or not 1 <= nb <= 64 // nd:  # the core refuses such widths
+            out: np.ndarray = _core.sfc_decode(arr, nb, nd, curve, msb, bits,
+                                               _threads(num_threads))
+            return out
+        # Separate arrays, each starting on a cache line (see decode_cols_into in the
+        # binding).
+        n, per_line = arr.shape[0], _CACHE_LINE // (bits // 8)
+        m = -(-n // per_line) * per_line
+        if nd * m * bits >= 8 << 26:  # 64 MiB and up: the core's memory rule, named
+            _ensure_fits(arg, nd * m * bits // 8)
+        buf = _empty_aligned((nd, m), _UNSIGNED[bits])
+        _core.sfc_decode(arr, nb, nd, curve, msb, bits, _threads(num_threads), buf)
+        return tuple(buf[:, :n])
     if curve == "hilbert":
         g = _core.sfc_hilbert_decode(arr, nb, nd, _threads(num_threads))
     else:

@@ -346,7 +346,6 @@ fn decode_typed<'py, T: Coord + numpy::Element>(
     nbits: i64,
     curve: Curve,
     out_bits: u32,
-    columns: bool,
     threads: Option<usize>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -356,33 +355,16 @@ fn decode_typed<'py, T: Coord + numpy::Element>(
     } else {
         "code"
     };
-    if let Some(out) = out {
-        return with_out_bits!(out_bits, |O| {
-            fast::plan_decode::<O>(n, d, nbits, arg).map_err(to_pyerr)?;
-            decode_cols_into::<T, O>(py, s, d, nbits, curve, arg, threads, out)?;
-            Ok(out.clone())
-        });
-    }
-    let shape = if columns {
-        numpy::ndarray::Ix2(d, n)
-    } else {
-        numpy::ndarray::Ix2(n, d)
-    };
     with_out_bits!(out_bits, |O| {
+        if let Some(out) = out {
+            decode_cols_into::<T, O>(py, s, d, nbits, curve, arg, threads, out)?;
+            return Ok(out.clone());
+        }
         fast::plan_decode::<O>(n, d, nbits, arg).map_err(to_pyerr)?;
         let k = fast::kernel();
         let (threads, serial) = serial_if_one(threads);
-        new_filled::<O, _, _>(py, shape, threads, move |o| {
-            let dest = if columns {
-                fast::Dest::Columns(if n == 0 {
-                    Vec::new()
-                } else {
-                    o.chunks_mut(n).collect()
-                })
-            } else {
-                fast::Dest::Rows(o)
-            };
-            fast::decode_into(k, s, d, nbits, curve, dest, arg, serial)
+        new_filled::<O, _, _>(py, numpy::ndarray::Ix2(n, d), threads, move |o| {
+            fast::decode_into(k, s, d, nbits, curve, fast::Dest::Rows(o), arg, serial)
         })
     })
 }
@@ -442,10 +424,10 @@ fn decode_cols_into<T: Coord + numpy::Element, O: numpy::Element + fast::Word + 
     })
 }
 
-/// Coordinates of 2-D / 3-D codes as unsigned integers of `out_bits` bits: an `(N, D)` array,
-/// or `(D, N)` when `columns`; with `out`, into its `D` rows (see [`decode_cols_into`]).
+/// Coordinates of 2-D / 3-D codes as unsigned integers of `out_bits` bits: a new `(N, D)`
+/// array, or with `out` the `D` separate arrays in its rows (see [`decode_cols_into`]).
 #[pyfunction]
-#[pyo3(signature = (codes, nbits, ndim, curve, msb, out_bits, columns, num_threads=None, out=None))]
+#[pyo3(signature = (codes, nbits, ndim, curve, msb, out_bits, num_threads=None, out=None))]
 #[allow(clippy::too_many_arguments)]
 fn sfc_decode<'py>(
     py: Python<'py>,
@@ -455,7 +437,6 @@ fn sfc_decode<'py>(
     curve: &str,
     msb: bool,
     out_bits: u32,
-    columns: bool,
     num_threads: Option<usize>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -466,17 +447,7 @@ fn sfc_decode<'py>(
         "code"
     };
     with_int_slice!(codes, PyReadonlyArray1, arg, |s, _n, _c| {
-        decode_typed(
-            py,
-            s,
-            ndim,
-            nbits,
-            curve,
-            out_bits,
-            columns,
-            num_threads,
-            out,
-        )
+        decode_typed(py, s, ndim, nbits, curve, out_bits, num_threads, out)
     })
 }
 

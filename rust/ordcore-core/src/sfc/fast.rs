@@ -3430,15 +3430,15 @@ unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut
 #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,gfni,avx2,bmi2")]
 unsafe fn hilbert2_avx512<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut [O]) -> U {
     hilbert2_split(nbits, src, out, |e, o, m, out| {
-        let src = [e as *const u8, o as *const u8];
+        let halves = [e as *const u8, o as *const u8];
         let out: *mut u8 = out.cast();
         // SAFETY: as the caller promises; `e` and `o` hold `m` coordinates, `out` `m`
         // codes of twice their width.
         let (done, _) = unsafe {
             match U::BITS {
-                8 => m2z::encode::<1, false>(src, m, false, out),
-                16 => m2z::encode::<2, false>(src, m, false, out),
-                _ => m2z::encode::<4, false>(src, m, false, out),
+                8 => m2z::encode::<1, false>(halves, m, false, out),
+                16 => m2z::encode::<2, false>(halves, m, false, out),
+                _ => m2z::encode::<4, false>(halves, m, false, out),
             }
         };
         done
