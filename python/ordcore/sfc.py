@@ -284,7 +284,7 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             _ensure_fits(arg, nd * m * bits // 8)
         buf = _empty_aligned((nd, m), _UNSIGNED[bits])
         _core.sfc_decode(arr, nb, nd, curve, msb, bits, _threads(num_threads), buf)
-        return tuple(buf[:, :n])
+        return (buf[0, :n], buf[1, :n]) if nd == 2 else (buf[0, :n], buf[1, :n], buf[2, :n])
     if curve == "hilbert":
         g = _core.sfc_hilbert_decode(arr, nb, nd, _threads(num_threads))
     else:

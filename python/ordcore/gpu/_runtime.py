@@ -36,6 +36,8 @@ def is_device_array(x: object) -> bool:
     """``True`` when ``x`` lives on a CUDA device (CuPy array, CUDA torch tensor, or any
     object with ``__cuda_array_interface__``). Never imports CuPy or torch."""
     mod = type(x).__module__
+    if mod == "numpy":  # the common case first: a NumPy array or scalar
+        return False
     if mod.startswith("cupy"):
         return True
     if mod.startswith("torch"):
