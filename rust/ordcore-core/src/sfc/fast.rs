@@ -1907,6 +1907,46 @@ mod rows3 {
         ob: usize,
         sh: [u32; 3],
     ) -> (usize, u8) {
+        // SAFETY: as the caller guarantees.
+        unsafe { morton3_u8_body::<false>(src, rows, n, out, ob, sh) }
+    }
+
+    /// [`morton3_u8`] for coordinates of up to 8 bits into `uint32` (`ob = 4`): bits 6
+    /// and 7 of each coordinate land in code byte 2 only, placed there by one GF(2)
+    /// affine step (`vgf2p8affineqb`) a coordinate.
+    ///
+    /// # Safety
+    /// As [`morton3_u8`], with GFNI and `ob = 4`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,gfni")]
+    pub(super) unsafe fn morton3_u8_gfni(
+        src: [*const u8; 3],
+        rows: bool,
+        n: usize,
+        out: *mut u8,
+        sh: [u32; 3],
+    ) -> (usize, u8) {
+        // SAFETY: as the caller guarantees.
+        unsafe { morton3_u8_body::<true>(src, rows, n, out, 4, sh) }
+    }
+
+    /// The GF(2) affine matrix (`vgf2p8affineqb`: result bit `i` is the parity of the
+    /// input byte ANDed with matrix byte `7 - i`) taking coordinate bits 6 and 7 to their
+    /// places in code byte 2 (code bits `18 + s` and `21 + s`), every other bit to zero.
+    const fn high_bits(s: u32) -> i64 {
+        ((1u64 << 6) << (8 * (7 - (2 + s))) | (1u64 << 7) << (8 * (7 - (5 + s)))) as i64
+    }
+
+    /// # Safety
+    /// As [`morton3_u8`]; with `HI`, GFNI and `ob = 4`.
+    #[inline(always)]
+    unsafe fn morton3_u8_body<const HI: bool>(
+        src: [*const u8; 3],
+        rows: bool,
+        n: usize,
+        out: *mut u8,
+        ob: usize,
+        sh: [u32; 3],
+    ) -> (usize, u8) {
         const S: [Step; 3] = [split_step(64, 0), split_step(64, 1), split_step(64, 2)];
         // SAFETY: in bounds as the caller guarantees (k + 64 <= n).
         unsafe {
@@ -1918,6 +1958,7 @@ mod rows3 {
             });
             let p2: [__m512i; 2] = std::array::from_fn(|v| ld(PLANES2[v].0.as_ptr()));
             let p4: [__m512i; 4] = std::array::from_fn(|v| ld(PLANES4[v].0.as_ptr()));
+            let hm: [__m512i; 3] = std::array::from_fn(|i| _mm512_set1_epi64(high_bits(sh[i])));
             let mut acc = _mm512_setzero_si512();
             let mut k = 0;
             while k + 64 <= n {
@@ -1939,6 +1980,13 @@ mod rows3 {
                         _mm512_permutexvar_epi8(c[1], t[1][j]),
                         _mm512_permutexvar_epi8(c[2], t[2][j]),
                     );
+                }
+                if HI {
+                    // `vpermb` reads the low 6 bits of each coordinate; bits 6 and 7.
+                    let h: [__m512i; 3] =
+                        std::array::from_fn(|i| _mm512_gf2p8affine_epi64_epi8::<0>(c[i], hm[i]));
+                    b[2] =
+                        _mm512_ternarylogic_epi64::<0xFE>(b[2], h[0], _mm512_or_si512(h[1], h[2]));
                 }
                 let o = out.add(ob * k);
                 if ob == 2 {
@@ -2747,7 +2795,8 @@ multiversion!(decode_chunk_k, decode_chunk,
 
 /// 3-D Morton codes of one chunk by the AVX-512 VBMI kernels of [`rows3`], the tail on
 /// kernel `k`: `uint8` coordinates of at most 6 bits into `uint16` (at most 5 bits) or
-/// `uint32` by table lookups ([`rows3::morton3_u8`]); `uint16` coordinates into
+/// `uint32` by table lookups ([`rows3::morton3_u8`]; of 7-8 bits into `uint32` with GFNI,
+/// [`rows3::morton3_u8_gfni`]); `uint16` coordinates into
 /// `uint32`/`uint64`, `uint32` into `uint32`/`uint64` and `uint64` into `uint64` by
 /// multishift windows ([`rows3::morton3_ms`]). `None` where neither applies. Returns the
 /// OR of the input values.
@@ -2759,7 +2808,8 @@ fn morton3_lut_encode<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> Option<U> {
-    let lut = U::BITS == 8 && nbits <= 6 && (O::BITS == 32 || (O::BITS == 16 && nbits <= 5));
+    let lut = U::BITS == 8
+        && ((O::BITS == 32 && (nbits <= 6 || gfni())) || (O::BITS == 16 && nbits <= 5));
     let ms = U::BITS >= 16 && O::BITS >= 32 && O::BITS >= U::BITS;
     if !(fast9(k) && (lut || ms)) {
         return None;
@@ -2779,13 +2829,17 @@ fn morton3_lut_encode<U: Word, O: Word>(
     let ob = (O::BITS / 8) as usize;
     let sh = [s0, 1, s2];
     let o = out.as_mut_ptr() as *mut u8;
-    // SAFETY: `fast9` means AVX-512 F/BW and VBMI; U and O are the unsigned types of
-    // their widths (every Word is), within the widths each kernel takes (checked above);
-    // lengths asserted above.
+    // SAFETY: `fast9` means AVX-512 F/BW and VBMI (`lut` checked GFNI for nbits > 6); U
+    // and O are the unsigned types of their widths (every Word is), within the widths each
+    // kernel takes (checked above); lengths asserted above.
     let (done, a) = unsafe {
         match (U::BITS, O::BITS) {
             (8, _) => {
-                let (d, a) = rows3::morton3_u8(ptrs, rows, n, o, ob, sh);
+                let (d, a) = if nbits > 6 {
+                    rows3::morton3_u8_gfni(ptrs, rows, n, o, sh)
+                } else {
+                    rows3::morton3_u8(ptrs, rows, n, o, ob, sh)
+                };
                 (d, a as u64)
             }
             (16, 32) if rows => rows3::morton3_ms::<2, 4, true>(ptrs, n, o, sh),
