@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ordcore import DTypeError, InvalidArgumentError, ann, hadamard, packing, sfc
-from ordcore._args import INT64_MAX, UINT64_MAX, int_arg
+from ordcore._args import CACHE_LINE, INT64_MAX, UINT64_MAX, empty_aligned, int_arg
 
 X = np.random.default_rng(0).standard_normal((20, 16)).astype(np.float32)
 PTS = np.zeros((3, 2), np.int64)
@@ -89,3 +89,29 @@ def test_int_arg() -> None:
     for bad in (True, 1.5, "3", None):
         with pytest.raises(DTypeError, match="x: must be an integer"):
             int_arg("x", bad)
+
+
+@pytest.mark.parametrize("shape", [0, 5, (0,), (3, 0), (0, 3), (7,), (2, 33), (3, 5, 7)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32, np.float64, np.complex128])
+def test_empty_aligned_is_np_empty_on_a_cache_line(shape: int | tuple[int, ...],
+                                                    dtype: type) -> None:
+    """``empty_aligned`` gives what ``np.empty`` gives (shape, dtype, C order, writable),
+    starting on a 64-byte boundary, and refuses what ``np.empty`` refuses."""
+    a = empty_aligned(shape, dtype)
+    b: np.ndarray = np.empty(shape, dtype)
+    assert a.shape == b.shape and a.dtype == b.dtype
+    assert a.flags.c_contiguous and a.flags.writeable
+    assert a.ctypes.data % CACHE_LINE == 0
+    a[...] = 1
+    assert (a == 1).all()
+
+
+def test_empty_aligned_refuses_what_np_empty_refuses() -> None:
+    shapes: list[int | tuple[int, ...]] = [(-1,), (-1, 4), (-2, -3), -1]
+    for shape in shapes:
+        with pytest.raises(ValueError, match="negative dimensions"):
+            empty_aligned(shape, np.uint8)
+        with pytest.raises(ValueError, match="negative dimensions"):
+            np.empty(shape, np.uint8)
+    with pytest.raises(TypeError, match="objects"):
+        empty_aligned((3,), object)

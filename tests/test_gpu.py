@@ -129,6 +129,11 @@ def test_is_device_array_needs_no_cupy() -> None:
     assert is_device_array(FakeCupy())
     assert is_device_array(FakeTorch(True))
     assert not is_device_array(FakeTorch(False))
+    # NumPy objects answer at once; a class with no module name is not a device array.
+    assert not is_device_array(np.float32(1)) and not is_device_array(np.ma.zeros(3))
+    NoModule = type("NoModule", (), {})
+    NoModule.__module__ = None  # type: ignore[assignment]
+    assert not is_device_array(NoModule())
 
 
 def test_is_available_is_a_bool() -> None:

@@ -279,7 +279,7 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
         # Separate arrays, each starting on a cache line (see decode_cols_into in the
         # binding).
         n, per_line = arr.shape[0], _CACHE_LINE // (bits // 8)
-        m = -(-n // per_line) * per_line
+        m = max(-(-n // per_line), 1) * per_line  # n = 0 too: each empty array on a line
         if nd * m * bits >= 8 << 26:  # 64 MiB and up: the core's memory rule, named
             _ensure_fits(arg, nd * m * bits // 8)
         buf = _empty_aligned((nd, m), _UNSIGNED[bits])

@@ -35,7 +35,7 @@ _INSTALL_HINT = "pip install 'ordcore[gpu]' (installs cupy-cuda12x)"
 def is_device_array(x: object) -> bool:
     """``True`` when ``x`` lives on a CUDA device (CuPy array, CUDA torch tensor, or any
     object with ``__cuda_array_interface__``). Never imports CuPy or torch."""
-    mod = type(x).__module__
+    mod = type(x).__module__ or ""  # None for some dynamically built classes
     if mod == "numpy":  # the common case first: a NumPy array or scalar
         return False
     if mod.startswith("cupy"):
