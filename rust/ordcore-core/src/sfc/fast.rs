@@ -3383,6 +3383,25 @@ mod nib2 {
             let low = _mm256_set1_epi8(0x0F);
             let mut acc = _mm256_setzero_si256();
             let mut i = 0;
+            if !b.is_null() {
+                // Columns: 64 codes a step, so each column gets a whole 64-byte line from
+                // two consecutive stores. Alternating 32-byte stores between the columns
+                // measured 10-20% slower into cache-line-aligned columns (10**6 codes,
+                // AVX2 on an AVX-512 Xeon, nbits 3 / 4: 0.109-0.116 / 0.099-0.104 against
+                // 0.089-0.093 / 0.093-0.094 ns a code).
+                while i + 64 <= n {
+                    let v0 = _mm256_loadu_si256(c.add(i).cast());
+                    let v1 = _mm256_loadu_si256(c.add(i + 32).cast());
+                    acc = _mm256_or_si256(acc, _mm256_or_si256(v0, v1));
+                    let [x0, y0] = split8(v0, &t, low);
+                    let [x1, y1] = split8(v1, &t, low);
+                    _mm256_storeu_si256(a.add(i).cast(), x0);
+                    _mm256_storeu_si256(a.add(i + 32).cast(), x1);
+                    _mm256_storeu_si256(b.add(i).cast(), y0);
+                    _mm256_storeu_si256(b.add(i + 32).cast(), y1);
+                    i += 64;
+                }
+            }
             while i + 32 <= n {
                 let v = _mm256_loadu_si256(c.add(i).cast());
                 acc = _mm256_or_si256(acc, v);
