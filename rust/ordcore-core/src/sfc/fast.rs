@@ -54,6 +54,8 @@
 //! * With AVX-512 VBMI and GFNI, 2-D Morton codes twice as wide as the coordinates pair
 //!   the coordinate bytes into 16-bit lanes by `vpermb` and interleave their bits by bit
 //!   selects and one GF(2) affine step per byte ([`m2z`]); decoding runs the inverse.
+//!   2-D Hilbert encoding of `uint32` coordinates takes its odd index bits from the state
+//!   machine of [`h2nib`] in 64-entry `vpermb` tables.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -3442,7 +3444,10 @@ mod nib2 {
 /// lanes of 32 bits. Each step waits for the one before, so two groups of 32 points run
 /// side by side. AVX2 kernel on an AVX-512 Xeon, 10**6 points from columns, 1 thread:
 /// nbits 20 1.43 -> 0.95 ns a point, 32 1.43 -> 1.17 (one group at a time: 1.14-1.21 /
-/// 1.40-1.47; four: as two).
+/// 1.40-1.47; four: as two). With AVX-512 VBMI ([`h2nib::odd512`]) the state and the raw
+/// pair of levels index 64-entry `vpermb` tables, 64 points a vector: 3 steps a pair of
+/// levels; nbits 16-32 1.04-1.09 -> 0.65-0.82 ns a point on the AVX-512 kernel (its scan
+/// in 512-bit lanes before).
 #[cfg(target_arch = "x86_64")]
 mod h2nib {
     use std::arch::x86_64::*;
@@ -3486,69 +3491,177 @@ mod h2nib {
         c
     };
 
-    /// Per 16-byte lane, the 4x4 transpose of the 32-bit words of four registers (an
-    /// involution).
-    #[inline(always)]
-    unsafe fn words(t: [__m256i; 4]) -> [__m256i; 4] {
-        // SAFETY (callers): AVX2.
-        unsafe {
-            let a0 = _mm256_unpacklo_epi32(t[0], t[1]);
-            let a1 = _mm256_unpackhi_epi32(t[0], t[1]);
-            let a2 = _mm256_unpacklo_epi32(t[2], t[3]);
-            let a3 = _mm256_unpackhi_epi32(t[2], t[3]);
-            [
-                _mm256_unpacklo_epi64(a0, a2),
-                _mm256_unpackhi_epi64(a0, a2),
-                _mm256_unpacklo_epi64(a1, a3),
-                _mm256_unpackhi_epi64(a1, a3),
-            ]
-        }
+    /// Per 128-bit lane, the 4x4 transpose of the 32-bit words of four registers (an
+    /// involution): `words` in 256-bit vectors, `words512` in 512-bit ones.
+    macro_rules! words {
+        ($name:ident, $v:ty, $lo32:ident, $hi32:ident, $lo64:ident, $hi64:ident) => {
+            #[inline(always)]
+            unsafe fn $name(t: [$v; 4]) -> [$v; 4] {
+                // SAFETY (callers): the features of the vector width.
+                unsafe {
+                    let (a0, a1) = ($lo32(t[0], t[1]), $hi32(t[0], t[1]));
+                    let (a2, a3) = ($lo32(t[2], t[3]), $hi32(t[2], t[3]));
+                    [$lo64(a0, a2), $hi64(a0, a2), $lo64(a1, a3), $hi64(a1, a3)]
+                }
+            }
+        };
     }
+    words!(
+        words,
+        __m256i,
+        _mm256_unpacklo_epi32,
+        _mm256_unpackhi_epi32,
+        _mm256_unpacklo_epi64,
+        _mm256_unpackhi_epi64
+    );
+    words!(
+        words512,
+        __m512i,
+        _mm512_unpacklo_epi32,
+        _mm512_unpackhi_epi32,
+        _mm512_unpacklo_epi64,
+        _mm512_unpackhi_epi64
+    );
 
     /// Byte planes of 32 words in four registers: plane `b` holds byte `b` of every word,
     /// in an order that [`unplanes`] undoes.
     #[inline(always)]
-    unsafe fn planes(v: [__m256i; 4], tp: __m256i) -> [__m256i; 4] {
+    unsafe fn planes(mut v: [__m256i; 4], tp: __m256i) -> [__m256i; 4] {
         // SAFETY (callers): AVX2.
-        unsafe { words(v.map(|r| _mm256_shuffle_epi8(r, tp))) }
+        unsafe {
+            for r in &mut v {
+                *r = _mm256_shuffle_epi8(*r, tp);
+            }
+            words(v)
+        }
     }
 
     /// Inverse of [`planes`].
     #[inline(always)]
     unsafe fn unplanes(p: [__m256i; 4], tp: __m256i) -> [__m256i; 4] {
         // SAFETY (callers): AVX2.
-        unsafe { words(p).map(|r| _mm256_shuffle_epi8(r, tp)) }
+        unsafe {
+            let mut v = words(p);
+            for r in &mut v {
+                *r = _mm256_shuffle_epi8(*r, tp);
+            }
+            v
+        }
     }
 
-    /// The odd bits of the 2-D Hilbert indices of `nbits`-bit points `(x[i], y[i])` (bit
-    /// `k` of `od[i]`: the index's bit `2k + 1`), for the leading multiple of 32 of `n`
-    /// points. Returns the points done. Values of `nbits` bits or more give unspecified
-    /// bits (the caller's range check refuses them).
-    ///
-    /// # Safety
-    /// AVX2; `x`, `y` readable and `od` writable for `n` words; `1 <= nbits <= 32`.
-    #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn odd(
-        x: *const u32,
-        y: *const u32,
-        n: usize,
-        nbits: u32,
-        od: *mut u32,
-    ) -> usize {
-        let mut i = 0;
-        // SAFETY: as the caller promises, for the points from `i` on.
-        unsafe {
-            while i + 64 <= n {
-                groups::<2>(x.add(i), y.add(i), nbits, od.add(i));
-                i += 64;
-            }
-            if i + 32 <= n {
-                groups::<1>(x.add(i), y.add(i), nbits, od.add(i));
-                i += 32;
-            }
-        }
-        i
+    /// The byte-lane operations of one vector width (callers have its features).
+    trait Bytes: Copy {
+        unsafe fn xor(self, o: Self) -> Self;
+        unsafe fn and(self, o: Self) -> Self;
+        unsafe fn or(self, o: Self) -> Self;
+        /// Each 16-bit lane shifted left by 2.
+        unsafe fn shl2(self) -> Self;
+        /// Each 16-bit lane shifted right by `S` (2 or 4).
+        unsafe fn shr<const S: usize>(self) -> Self;
     }
+
+    macro_rules! bytes {
+        ($v:ty, $xor:ident, $and:ident, $or:ident, $sl:ident, $sr:ident) => {
+            impl Bytes for $v {
+                #[inline(always)]
+                unsafe fn xor(self, o: Self) -> Self {
+                    // SAFETY (all): the callers have the features.
+                    unsafe { $xor(self, o) }
+                }
+                #[inline(always)]
+                unsafe fn and(self, o: Self) -> Self {
+                    unsafe { $and(self, o) }
+                }
+                #[inline(always)]
+                unsafe fn or(self, o: Self) -> Self {
+                    unsafe { $or(self, o) }
+                }
+                #[inline(always)]
+                unsafe fn shl2(self) -> Self {
+                    unsafe { $sl::<2>(self) }
+                }
+                #[inline(always)]
+                unsafe fn shr<const S: usize>(self) -> Self {
+                    unsafe {
+                        match S {
+                            2 => $sr::<2>(self),
+                            _ => $sr::<4>(self),
+                        }
+                    }
+                }
+            }
+        };
+    }
+    bytes!(
+        __m256i,
+        _mm256_xor_si256,
+        _mm256_and_si256,
+        _mm256_or_si256,
+        _mm256_slli_epi16,
+        _mm256_srli_epi16
+    );
+    bytes!(
+        __m512i,
+        _mm512_xor_si512,
+        _mm512_and_si512,
+        _mm512_or_si512,
+        _mm512_slli_epi16,
+        _mm512_srli_epi16
+    );
+
+    /// The four pairs of levels of byte planes `xb`, `yb` (`m33`, `mcc`: bytes 0x33,
+    /// 0xCC), pair `g` in the low nibble of element `g` (the high nibbles hold other
+    /// bits): `x` bits 1-0 and `p = x ^ y` bits 3-2.
+    #[inline(always)]
+    unsafe fn level_pairs<V: Bytes>(xb: V, yb: V, m33: V, mcc: V) -> [V; 4] {
+        // SAFETY (callers): the features of `V`.
+        unsafe {
+            let pb = xb.xor(yb);
+            let c0 = xb.and(m33).or(pb.and(m33).shl2());
+            let c1 = xb.shr::<2>().and(m33).or(pb.and(mcc));
+            [c0, c1, c0.shr::<4>(), c1.shr::<4>()]
+        }
+    }
+
+    /// A driver of `$groups::<G>` (`$pts` points a group): two groups at a time, then one.
+    macro_rules! driver {
+        ($(#[$m:meta])* $name:ident, $groups:ident, $pts:expr, $feat:literal) => {
+            $(#[$m])*
+            #[target_feature(enable = $feat)]
+            pub(super) unsafe fn $name(
+                x: *const u32,
+                y: *const u32,
+                n: usize,
+                nbits: u32,
+                od: *mut u32,
+            ) -> usize {
+                let mut i = 0;
+                // SAFETY: as the caller promises, for the points from `i` on.
+                unsafe {
+                    while i + 2 * $pts <= n {
+                        $groups::<2>(x.add(i), y.add(i), nbits, od.add(i));
+                        i += 2 * $pts;
+                    }
+                    if i + $pts <= n {
+                        $groups::<1>(x.add(i), y.add(i), nbits, od.add(i));
+                        i += $pts;
+                    }
+                }
+                i
+            }
+        };
+    }
+
+    driver!(
+        /// The odd bits of the 2-D Hilbert indices of `nbits`-bit points `(x[i], y[i])`
+        /// (bit `k` of `od[i]`: the index's bit `2k + 1`), for the leading multiple of 32
+        /// of `n` points. Returns the points done. Values of `nbits` bits or more give
+        /// unspecified bits (the caller's range check refuses them).
+        ///
+        /// # Safety
+        /// AVX2; `x`, `y` readable and `od` writable for `n` words; `1 <= nbits <= 32`.
+        odd, groups, 32, "avx2"
+    );
 
     /// [`odd`] on `32 * G` points, the `G` groups of 32 stepped together (each level
     /// pair's steps depend on the one before: independent groups fill the wait).
@@ -3560,9 +3673,14 @@ mod h2nib {
         const T: [[u8; 16]; 3] = tables();
         // SAFETY: AVX2; every load and store lies within the bounds the caller gives.
         unsafe {
-            let tab =
-                |t: &[u8; 16]| _mm256_broadcastsi128_si256(_mm_loadu_si128(t.as_ptr().cast()));
-            let (tx, ts, tc) = (tab(&T[0]), tab(&T[1]), tab(&T[2]));
+            // No closures here or in the helpers: a closure does not take the function's
+            // target features, so its intrinsics would not inline (the AVX-512 version
+            // ran 8x slower with them).
+            let mut t = [_mm256_setzero_si256(); 3];
+            for (r, v) in t.iter_mut().zip(&T) {
+                *r = _mm256_broadcastsi128_si256(_mm_loadu_si128(v.as_ptr().cast()));
+            }
+            let [tx, ts, tc] = t;
             // The odd bits of level pair `g` of a byte land at bits `2g + 1`, `2g`.
             let tx = [
                 tx,
@@ -3576,13 +3694,17 @@ mod h2nib {
             // Odd `nbits` run one more level, a zero one at the bottom, dropped at the end.
             let up = _mm_cvtsi32_si128((nbits & 1) as i32);
             let pairs = nbits.div_ceil(2) as usize;
-            let ld = |p: *const u32, j: usize| -> [__m256i; 4] {
-                std::array::from_fn(|k| {
-                    _mm256_sll_epi32(_mm256_loadu_si256(p.add(32 * j + 8 * k).cast()), up)
-                })
-            };
-            let xp: [[__m256i; 4]; G] = std::array::from_fn(|j| planes(ld(x, j), tp));
-            let yp: [[__m256i; 4]; G] = std::array::from_fn(|j| planes(ld(y, j), tp));
+            let mut xp = [[_mm256_setzero_si256(); 4]; G];
+            let mut yp = [[_mm256_setzero_si256(); 4]; G];
+            for j in 0..G {
+                for k in 0..4 {
+                    let at = 32 * j + 8 * k;
+                    xp[j][k] = _mm256_sll_epi32(_mm256_loadu_si256(x.add(at).cast()), up);
+                    yp[j][k] = _mm256_sll_epi32(_mm256_loadu_si256(y.add(at).cast()), up);
+                }
+                xp[j] = planes(xp[j], tp);
+                yp[j] = planes(yp[j], tp);
+            }
             // The state: swap and complement masks (0x03 or 0) of every point.
             let (mut sw, mut cm) = ([_mm256_setzero_si256(); G], [_mm256_setzero_si256(); G]);
             let mut o = [[_mm256_setzero_si256(); 4]; G];
@@ -3590,25 +3712,13 @@ mod h2nib {
                 if 4 * b >= pairs {
                     continue;
                 }
-                // Level pair g of the byte: x bits 1-0 and p = x ^ y bits 3-2.
-                let q: [[__m256i; 4]; G] = std::array::from_fn(|j| {
-                    let xb = xp[j][b];
-                    let pb = _mm256_xor_si256(xb, yp[j][b]);
-                    let c0 = _mm256_or_si256(
-                        _mm256_and_si256(xb, m33),
-                        _mm256_slli_epi16(_mm256_and_si256(pb, m33), 2),
-                    );
-                    let c1 = _mm256_or_si256(
-                        _mm256_and_si256(_mm256_srli_epi16(xb, 2), m33),
-                        _mm256_and_si256(pb, mcc),
-                    );
-                    [
-                        _mm256_and_si256(c0, low),
-                        _mm256_and_si256(c1, low),
-                        _mm256_and_si256(_mm256_srli_epi16(c0, 4), low),
-                        _mm256_and_si256(_mm256_srli_epi16(c1, 4), low),
-                    ]
-                });
+                let mut q = [[_mm256_setzero_si256(); 4]; G];
+                for j in 0..G {
+                    q[j] = level_pairs(xp[j][b], yp[j][b], m33, mcc);
+                    for v in &mut q[j] {
+                        *v = _mm256_and_si256(*v, low);
+                    }
+                }
                 for g in (0..4).rev() {
                     if 4 * b + g >= pairs {
                         continue;
@@ -3628,6 +3738,115 @@ mod h2nib {
             for (j, o) in o.into_iter().enumerate() {
                 for (k, r) in unplanes(o, tp).into_iter().enumerate() {
                     _mm256_storeu_si256(od.add(32 * j + 8 * k).cast(), _mm256_srl_epi32(r, up));
+                }
+            }
+        }
+    }
+
+    /// 64-entry `vpermb` tables indexed by the state (bits 4-5: swap, complement) and a
+    /// raw pair of levels (`x` bits 1-0, `p` bits 3-2): the odd bits of level pair `g`
+    /// at bits `2g + 1`, `2g` (tables 0-3), and the next state (table 4).
+    const fn tables64() -> [[u8; 64]; 5] {
+        const T: [[u8; 16]; 3] = tables();
+        let mut t = [[0u8; 64]; 5];
+        let mut i = 0;
+        while i < 64 {
+            let (s, c, x, p) = (i >> 4 & 1, i >> 5 & 1, i & 3, i >> 2 & 3);
+            let tn = (x ^ ((s * 3) & p) ^ (c * 3)) | p << 2;
+            let mut g = 0;
+            while g < 4 {
+                t[g][i] = T[0][tn] << (2 * g);
+                g += 1;
+            }
+            let (s, c) = (s ^ (T[1][tn] & 1) as usize, c ^ (T[2][tn] & 1) as usize);
+            t[4][i] = (s << 4 | c << 5) as u8;
+            i += 1;
+        }
+        t
+    }
+
+    driver!(
+        /// [`odd`] on AVX-512 VBMI, 64 points a vector (multiples of 64): the state and a
+        /// raw pair of levels index one `vpermb` table for the odd bits and one for the
+        /// next state, with no steps to transform the bits by the state.
+        ///
+        /// # Safety
+        /// AVX-512 F/BW/VBMI; as [`odd`].
+        odd512, groups512, 64, "avx512f,avx512bw,avx512vbmi"
+    );
+
+    /// [`groups`] on AVX-512 VBMI, 64 points a group.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VBMI; `x`, `y` readable and `od` writable for `64 * G` words;
+    /// `1 <= nbits <= 32`.
+    #[inline(always)]
+    unsafe fn groups512<const G: usize>(x: *const u32, y: *const u32, nbits: u32, od: *mut u32) {
+        const T: [[u8; 64]; 5] = tables64();
+        const TP4: [u8; 64] = {
+            let mut c = [0u8; 64];
+            let mut i = 0;
+            while i < 64 {
+                c[i] = TP[i % 32];
+                i += 1;
+            }
+            c
+        };
+        // SAFETY: AVX-512 F/BW/VBMI; every load and store lies within the bounds the
+        // caller gives.
+        unsafe {
+            let mut tx = [_mm512_setzero_si512(); 4];
+            for (r, v) in tx.iter_mut().zip(&T) {
+                *r = _mm512_loadu_si512(v.as_ptr().cast());
+            }
+            let ts = _mm512_loadu_si512(T[4].as_ptr().cast());
+            let tp = _mm512_loadu_si512(TP4.as_ptr().cast());
+            let (low, m33) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x33));
+            let mcc = _mm512_set1_epi8(0xCC_u8 as i8);
+            let up = _mm_cvtsi32_si128((nbits & 1) as i32);
+            let pairs = nbits.div_ceil(2) as usize;
+            let mut xp = [[_mm512_setzero_si512(); 4]; G];
+            let mut yp = [[_mm512_setzero_si512(); 4]; G];
+            for j in 0..G {
+                for k in 0..4 {
+                    let at = 64 * j + 16 * k;
+                    let (a, b) = (
+                        _mm512_loadu_si512(x.add(at).cast()),
+                        _mm512_loadu_si512(y.add(at).cast()),
+                    );
+                    xp[j][k] = _mm512_shuffle_epi8(_mm512_sll_epi32(a, up), tp);
+                    yp[j][k] = _mm512_shuffle_epi8(_mm512_sll_epi32(b, up), tp);
+                }
+                xp[j] = words512(xp[j]);
+                yp[j] = words512(yp[j]);
+            }
+            let mut st = [_mm512_setzero_si512(); G];
+            let mut o = [[_mm512_setzero_si512(); 4]; G];
+            for b in (0..4).rev() {
+                if 4 * b >= pairs {
+                    continue;
+                }
+                // Bits 4-7 are cleared as the state is ORed in.
+                let mut c = [[_mm512_setzero_si512(); 4]; G];
+                for j in 0..G {
+                    c[j] = level_pairs(xp[j][b], yp[j][b], m33, mcc);
+                }
+                for g in (0..4).rev() {
+                    if 4 * b + g >= pairs {
+                        continue;
+                    }
+                    for j in 0..G {
+                        // (c & 0x0F) | st
+                        let idx = _mm512_ternarylogic_epi32::<0xEA>(c[j][g], low, st[j]);
+                        o[j][b] = _mm512_or_si512(o[j][b], _mm512_permutexvar_epi8(idx, tx[g]));
+                        st[j] = _mm512_permutexvar_epi8(idx, ts);
+                    }
+                }
+            }
+            for (j, o) in o.into_iter().enumerate() {
+                for (k, r) in words512(o).into_iter().enumerate() {
+                    let r = _mm512_shuffle_epi8(r, tp);
+                    _mm512_storeu_si512(od.add(64 * j + 16 * k).cast(), _mm512_srl_epi32(r, up));
                 }
             }
         }
@@ -3740,7 +3959,8 @@ unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut
 }
 
 /// [`hilbert2_split`] on AVX-512, the interleave by [`m2z::encode`] (VBMI byte permutes
-/// and a GFNI bit shuffle), the scan in 512-bit vectors.
+/// and a GFNI bit shuffle), the scan in 512-bit vectors; the odd index bits of `uint32`
+/// coordinates by [`h2nib::odd512`].
 ///
 /// # Safety
 /// [`m2z_fits`] for `U`, `O` (AVX-512 F/BW/VBMI, GFNI; `O::BITS == 2 * U::BITS <= 64`).
@@ -3761,10 +3981,19 @@ unsafe fn hilbert2_avx512<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &m
         };
         done
     };
-    // The AVX2 state machine of [`h2nib`] measured slower here than the scan in 512-bit
-    // vectors (uint32 coordinates, nbits 20 / 32: 1.02-1.04 / 1.26-1.27 against 1.00 ns
-    // a point).
-    let odd = None::<fn(&[U], &[U], &mut [U]) -> usize>;
+    let odd = (U::BITS == 32).then_some(|x: &[U], y: &[U], od: &mut [U]| {
+        // SAFETY: AVX-512 F/BW/VBMI, as the caller promises; the words are 32 bits wide,
+        // `x` and `y` as long as `od`.
+        unsafe {
+            h2nib::odd512(
+                x.as_ptr().cast(),
+                y.as_ptr().cast(),
+                od.len(),
+                nbits,
+                od.as_mut_ptr().cast(),
+            )
+        }
+    });
     hilbert2_split(nbits, src, out, inter, odd)
 }
 
