@@ -125,7 +125,7 @@ def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
         arr = _big_int_list(name, value, arr)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
-            arr = arr.astype(np.uint64)  # an empty Python list: treat as empty input
+            arr = arr.astype(np.uint64)  # an empty list: no dtype to refuse (rank still checked)
         else:
             raise DTypeError(
                 f"{name}: must have an integer dtype (signed or unsigned), got {arr.dtype}"
