@@ -3625,15 +3625,15 @@ mod h2nib {
 
     /// A driver of `$groups::<G>` (`$pts` points a group): two groups at a time, then one.
     macro_rules! driver {
-        ($(#[$m:meta])* $name:ident, $groups:ident, $pts:expr, $feat:literal) => {
+        ($(#[$m:meta])* $name:ident, $groups:ident, $t:ty, $pts:expr, $feat:literal) => {
             $(#[$m])*
             #[target_feature(enable = $feat)]
             pub(super) unsafe fn $name(
-                x: *const u32,
-                y: *const u32,
+                x: *const $t,
+                y: *const $t,
                 n: usize,
                 nbits: u32,
-                od: *mut u32,
+                od: *mut $t,
             ) -> usize {
                 let mut i = 0;
                 // SAFETY: as the caller promises, for the points from `i` on.
@@ -3660,7 +3660,7 @@ mod h2nib {
         ///
         /// # Safety
         /// AVX2; `x`, `y` readable and `od` writable for `n` words; `1 <= nbits <= 32`.
-        odd, groups, 32, "avx2"
+        odd, groups, u32, 32, "avx2"
     );
 
     /// [`odd`] on `32 * G` points, the `G` groups of 32 stepped together (each level
@@ -3772,7 +3772,16 @@ mod h2nib {
         ///
         /// # Safety
         /// AVX-512 F/BW/VBMI; as [`odd`].
-        odd512, groups512, 64, "avx512f,avx512bw,avx512vbmi"
+        odd512, groups512, u32, 64, "avx512f,avx512bw,avx512vbmi"
+    );
+
+    driver!(
+        /// [`odd512`] for `uint16` coordinates (`nbits <= 16`), 64 points a vector: the
+        /// two byte planes are two `vpermt2b` of the words, and back.
+        ///
+        /// # Safety
+        /// AVX-512 F/BW/VBMI; as [`odd`], `1 <= nbits <= 16`.
+        odd512_16, groups512_16, u16, 64, "avx512f,avx512bw,avx512vbmi"
     );
 
     /// [`groups`] on AVX-512 VBMI, 64 points a group.
@@ -3782,7 +3791,6 @@ mod h2nib {
     /// `1 <= nbits <= 32`.
     #[inline(always)]
     unsafe fn groups512<const G: usize>(x: *const u32, y: *const u32, nbits: u32, od: *mut u32) {
-        const T: [[u8; 64]; 5] = tables64();
         const TP4: [u8; 64] = {
             let mut c = [0u8; 64];
             let mut i = 0;
@@ -3795,16 +3803,8 @@ mod h2nib {
         // SAFETY: AVX-512 F/BW/VBMI; every load and store lies within the bounds the
         // caller gives.
         unsafe {
-            let mut tx = [_mm512_setzero_si512(); 4];
-            for (r, v) in tx.iter_mut().zip(&T) {
-                *r = _mm512_loadu_si512(v.as_ptr().cast());
-            }
-            let ts = _mm512_loadu_si512(T[4].as_ptr().cast());
             let tp = _mm512_loadu_si512(TP4.as_ptr().cast());
-            let (low, m33) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x33));
-            let mcc = _mm512_set1_epi8(0xCC_u8 as i8);
             let up = _mm_cvtsi32_si128((nbits & 1) as i32);
-            let pairs = nbits.div_ceil(2) as usize;
             let mut xp = [[_mm512_setzero_si512(); 4]; G];
             let mut yp = [[_mm512_setzero_si512(); 4]; G];
             for j in 0..G {
@@ -3820,9 +3820,93 @@ mod h2nib {
                 xp[j] = words512(xp[j]);
                 yp[j] = words512(yp[j]);
             }
+            let o = machine512(&xp, &yp, nbits);
+            for (j, o) in o.into_iter().enumerate() {
+                for (k, r) in words512(o).into_iter().enumerate() {
+                    let r = _mm512_shuffle_epi8(r, tp);
+                    _mm512_storeu_si512(od.add(64 * j + 16 * k).cast(), _mm512_srl_epi32(r, up));
+                }
+            }
+        }
+    }
+
+    /// [`groups512`] for `uint16` words, 64 points a group.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VBMI; `x`, `y` readable and `od` writable for `64 * G` words;
+    /// `1 <= nbits <= 16`.
+    #[inline(always)]
+    unsafe fn groups512_16<const G: usize>(x: *const u16, y: *const u16, nbits: u32, od: *mut u16) {
+        /// `vpermt2b` indices: the low (`[0]`) and high (`[1]`) bytes of 64 words in two
+        /// registers; the first (`[2]`) and last (`[3]`) 32 words back from two planes.
+        const IX: [[u8; 64]; 4] = {
+            let mut c = [[0u8; 64]; 4];
+            let mut i = 0;
+            while i < 64 {
+                c[0][i] = (2 * i) as u8;
+                c[1][i] = (2 * i + 1) as u8;
+                let (k, j) = (i / 2, i % 2);
+                c[2][i] = (k + 64 * j) as u8;
+                c[3][i] = (32 + k + 64 * j) as u8;
+                i += 1;
+            }
+            c
+        };
+        // SAFETY: AVX-512 F/BW/VBMI; every load and store lies within the bounds the
+        // caller gives.
+        unsafe {
+            let mut ix = [_mm512_setzero_si512(); 4];
+            for (r, v) in ix.iter_mut().zip(&IX) {
+                *r = _mm512_loadu_si512(v.as_ptr().cast());
+            }
+            let up = _mm_cvtsi32_si128((nbits & 1) as i32);
+            let mut xp = [[_mm512_setzero_si512(); 2]; G];
+            let mut yp = [[_mm512_setzero_si512(); 2]; G];
+            for j in 0..G {
+                for (p, src) in [(&mut xp[j], x), (&mut yp[j], y)] {
+                    let a = _mm512_sll_epi16(_mm512_loadu_si512(src.add(64 * j).cast()), up);
+                    let b = _mm512_sll_epi16(_mm512_loadu_si512(src.add(64 * j + 32).cast()), up);
+                    *p = [
+                        _mm512_permutex2var_epi8(a, ix[0], b),
+                        _mm512_permutex2var_epi8(a, ix[1], b),
+                    ];
+                }
+            }
+            let o = machine512(&xp, &yp, nbits);
+            for (j, [lo, hi]) in o.into_iter().enumerate() {
+                for k in 0..2 {
+                    let w = _mm512_permutex2var_epi8(lo, ix[2 + k], hi);
+                    _mm512_storeu_si512(od.add(64 * j + 32 * k).cast(), _mm512_srl_epi16(w, up));
+                }
+            }
+        }
+    }
+
+    /// The state machine of [`odd512`] over `B` byte planes of `G` groups of 64 points
+    /// (plane `b`: byte `b` of every word): the odd index bits, as byte planes.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VBMI.
+    #[inline(always)]
+    unsafe fn machine512<const G: usize, const B: usize>(
+        xp: &[[__m512i; B]; G],
+        yp: &[[__m512i; B]; G],
+        nbits: u32,
+    ) -> [[__m512i; B]; G] {
+        const T: [[u8; 64]; 5] = tables64();
+        // SAFETY: AVX-512 F/BW/VBMI, register arithmetic only.
+        unsafe {
+            let mut tx = [_mm512_setzero_si512(); 4];
+            for (r, v) in tx.iter_mut().zip(&T) {
+                *r = _mm512_loadu_si512(v.as_ptr().cast());
+            }
+            let ts = _mm512_loadu_si512(T[4].as_ptr().cast());
+            let (low, m33) = (_mm512_set1_epi8(0x0F), _mm512_set1_epi8(0x33));
+            let mcc = _mm512_set1_epi8(0xCC_u8 as i8);
+            let pairs = nbits.div_ceil(2) as usize;
             let mut st = [_mm512_setzero_si512(); G];
-            let mut o = [[_mm512_setzero_si512(); 4]; G];
-            for b in (0..4).rev() {
+            let mut o = [[_mm512_setzero_si512(); B]; G];
+            for b in (0..B).rev() {
                 if 4 * b >= pairs {
                     continue;
                 }
@@ -3843,12 +3927,7 @@ mod h2nib {
                     }
                 }
             }
-            for (j, o) in o.into_iter().enumerate() {
-                for (k, r) in words512(o).into_iter().enumerate() {
-                    let r = _mm512_shuffle_epi8(r, tp);
-                    _mm512_storeu_si512(od.add(64 * j + 16 * k).cast(), _mm512_srl_epi32(r, up));
-                }
-            }
+            o
         }
     }
 }
@@ -3981,17 +4060,15 @@ unsafe fn hilbert2_avx512<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &m
         };
         done
     };
-    let odd = (U::BITS == 32).then_some(|x: &[U], y: &[U], od: &mut [U]| {
-        // SAFETY: AVX-512 F/BW/VBMI, as the caller promises; the words are 32 bits wide,
-        // `x` and `y` as long as `od`.
+    let odd = (U::BITS == 16 || U::BITS == 32).then_some(|x: &[U], y: &[U], od: &mut [U]| {
+        let (xp, yp, n, op) = (x.as_ptr(), y.as_ptr(), od.len(), od.as_mut_ptr());
+        // SAFETY: AVX-512 F/BW/VBMI, as the caller promises; the words are 16 or 32 bits
+        // wide as matched, `x` and `y` as long as `od`, `nbits` within the word.
         unsafe {
-            h2nib::odd512(
-                x.as_ptr().cast(),
-                y.as_ptr().cast(),
-                od.len(),
-                nbits,
-                od.as_mut_ptr().cast(),
-            )
+            match U::BITS {
+                16 => h2nib::odd512_16(xp.cast(), yp.cast(), n, nbits, op.cast()),
+                _ => h2nib::odd512(xp.cast(), yp.cast(), n, nbits, op.cast()),
+            }
         }
     });
     hilbert2_split(nbits, src, out, inter, odd)
