@@ -54,8 +54,8 @@
 //! * With AVX-512 VBMI and GFNI, 2-D Morton codes twice as wide as the coordinates pair
 //!   the coordinate bytes into 16-bit lanes by `vpermb` and interleave their bits by bit
 //!   selects and one GF(2) affine step per byte ([`m2z`]); decoding runs the inverse.
-//!   2-D Hilbert encoding of `uint32` coordinates takes its odd index bits from the state
-//!   machine of [`h2nib`] in 64-entry `vpermb` tables.
+//!   2-D Hilbert encoding of `uint16` and `uint32` coordinates takes its odd index bits
+//!   from the state machine of [`h2nib`] in 64-entry `vpermb` tables.
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
@@ -3444,10 +3444,11 @@ mod nib2 {
 /// lanes of 32 bits. Each step waits for the one before, so two groups of 32 points run
 /// side by side. AVX2 kernel on an AVX-512 Xeon, 10**6 points from columns, 1 thread:
 /// nbits 20 1.43 -> 0.95 ns a point, 32 1.43 -> 1.17 (one group at a time: 1.14-1.21 /
-/// 1.40-1.47; four: as two). With AVX-512 VBMI ([`h2nib::odd512`]) the state and the raw
-/// pair of levels index 64-entry `vpermb` tables, 64 points a vector: 3 steps a pair of
-/// levels; nbits 16-32 1.04-1.09 -> 0.65-0.82 ns a point on the AVX-512 kernel (its scan
-/// in 512-bit lanes before).
+/// 1.40-1.47; four: as two). With AVX-512 VBMI ([`h2nib::odd512`], and
+/// [`h2nib::odd512_16`] for `uint16` coordinates) the state and the raw pair of levels
+/// index 64-entry `vpermb` tables, 64 points a vector: 3 steps a pair of levels; uint32
+/// nbits 16-32 1.04-1.09 -> 0.65-0.82 ns a point on the AVX-512 kernel (its scan in
+/// 512-bit lanes before).
 #[cfg(target_arch = "x86_64")]
 mod h2nib {
     use std::arch::x86_64::*;
@@ -3556,8 +3557,10 @@ mod h2nib {
         unsafe fn or(self, o: Self) -> Self;
         /// Each 16-bit lane shifted left by 2.
         unsafe fn shl2(self) -> Self;
-        /// Each 16-bit lane shifted right by `S` (2 or 4).
-        unsafe fn shr<const S: usize>(self) -> Self;
+        /// Each 16-bit lane shifted right by 2.
+        unsafe fn shr2(self) -> Self;
+        /// Each 16-bit lane shifted right by 4.
+        unsafe fn shr4(self) -> Self;
     }
 
     macro_rules! bytes {
@@ -3581,13 +3584,12 @@ mod h2nib {
                     unsafe { $sl::<2>(self) }
                 }
                 #[inline(always)]
-                unsafe fn shr<const S: usize>(self) -> Self {
-                    unsafe {
-                        match S {
-                            2 => $sr::<2>(self),
-                            _ => $sr::<4>(self),
-                        }
-                    }
+                unsafe fn shr2(self) -> Self {
+                    unsafe { $sr::<2>(self) }
+                }
+                #[inline(always)]
+                unsafe fn shr4(self) -> Self {
+                    unsafe { $sr::<4>(self) }
                 }
             }
         };
@@ -3618,8 +3620,8 @@ mod h2nib {
         unsafe {
             let pb = xb.xor(yb);
             let c0 = xb.and(m33).or(pb.and(m33).shl2());
-            let c1 = xb.shr::<2>().and(m33).or(pb.and(mcc));
-            [c0, c1, c0.shr::<4>(), c1.shr::<4>()]
+            let c1 = xb.shr2().and(m33).or(pb.and(mcc));
+            [c0, c1, c0.shr4(), c1.shr4()]
         }
     }
 
@@ -4038,8 +4040,9 @@ unsafe fn hilbert2_avx2<U: Word, O: Word>(nbits: u32, src: Src<'_, U>, out: &mut
 }
 
 /// [`hilbert2_split`] on AVX-512, the interleave by [`m2z::encode`] (VBMI byte permutes
-/// and a GFNI bit shuffle), the scan in 512-bit vectors; the odd index bits of `uint32`
-/// coordinates by [`h2nib::odd512`].
+/// and a GFNI bit shuffle); the odd index bits of `uint16` and `uint32` coordinates by
+/// [`h2nib::odd512_16`] / [`h2nib::odd512`], of `uint8` ones by the scan in 512-bit
+/// vectors.
 ///
 /// # Safety
 /// [`m2z_fits`] for `U`, `O` (AVX-512 F/BW/VBMI, GFNI; `O::BITS == 2 * U::BITS <= 64`).
