@@ -89,10 +89,13 @@ fn detect() -> Kernel {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
+        // Each level also takes the features of those below it (AVX2 and BMI2, which its
+        // code is compiled with).
+        let avx2 = has!("avx2") && has!("bmi2");
+        if avx2 && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
             return Kernel::Avx512;
         }
-        if has!("avx2") {
+        if avx2 {
             return Kernel::Avx2;
         }
     }
@@ -639,6 +642,7 @@ fn h3_skilling<L: Word, S: Word, T: Word>(
     z: &mut [L],
     nbits: u32,
     scratch: &mut HiScratch,
+    avx2: bool,
 ) {
     let n = x.len();
     let (y, z) = (&mut y[..n], &mut z[..n]);
@@ -649,7 +653,7 @@ fn h3_skilling<L: Word, S: Word, T: Word>(
         *a = a.xor(t);
     }
     if L::BITS == 32 && nbits >= HI_FROM {
-        h3_skilling_hi(x, y, z, nbits, scratch);
+        h3_skilling_hi(x, y, z, nbits, scratch, avx2);
         return;
     }
     let t_to = nbits.min(T::BITS);
@@ -665,17 +669,24 @@ fn h3_skilling<L: Word, S: Word, T: Word>(
 /// 1M points: nbits 17 3.9 -> 4.3 ns a point, 19 4.7 -> 4.6, 21 5.5 -> 4.7).
 const HI_FROM: u32 = 19;
 
-/// The levels of [`h3_skilling`] for `16 < nbits <= 21` (after the Gray decode), without
-/// lanes of 32 bits: levels 1-15 on the low 16 bits of each axis (in lanes of `u16`, the
-/// lowest seven in `u8`), levels 16 and up on the high bits in lanes of `u8`.
+/// The bit ranges of the byte planes of [`h3_skilling_hi`]: plane 0 holds bits 0-7 of
+/// each axis, plane `k` (1 to 3) bits `TIERS[k - 1] .. TIERS[k]` (at most 5) at its bits
+/// 3-7, above a 3-bit tag.
+const TIERS: [u32; 4] = [8, 13, 18, 21];
+
+/// The levels of [`h3_skilling`] for `16 < nbits <= 21` (after the Gray decode), every
+/// one in lanes of `u8`: each axis split into byte planes ([`TIERS`]), each plane running
+/// the levels of its own bits.
 ///
 /// Level `q` reads bit `q` and, by the three axes' bits `q` alone, exchanges or inverts
-/// the axes' bits below `q` as whole words, so the levels from 16 up do one and the same
-/// exchange-and-invert to every bit of the low halves. The high bits run their levels
-/// shifted up by 3 above a one-hot tag of their axis (bits 0-2), which stands in for the
-/// low half and is exchanged and inverted with it: each axis's final tag names the axis
-/// whose low half it receives (one bit set) or the complement of it (two set, the clear
-/// one naming it), which [`sk_route`] then applies.
+/// the axes' bits below `q` as whole words, so the levels of a plane do one and the same
+/// exchange-and-invert to every bit of the planes below it. The planes above the lowest
+/// run their levels shifted up above a one-hot tag of their axis (bits 0-2), which stands
+/// in for the bits below the plane and is exchanged and inverted with them: each axis's
+/// final tag names the axis whose lower bits it receives (one bit set) or the complement
+/// of them (two set, the clear one naming it). The planes are then routed from the top
+/// down ([`route8`]): plane `k - 1` by the tags of plane `k`, tags included, so that
+/// plane `k - 1`'s tags become the composition of every route above it.
 #[inline(always)]
 fn h3_skilling_hi<L: Word>(
     x: &mut [L],
@@ -683,73 +694,69 @@ fn h3_skilling_hi<L: Word>(
     z: &mut [L],
     nbits: u32,
     scratch: &mut HiScratch,
+    avx2: bool,
 ) {
     debug_assert!(L::BITS == 32 && (17..=21).contains(&nbits));
     let n = x.len();
-    {
-        let HiScratch { lo, hi, low, .. } = &mut *scratch;
-        for (a, v) in [&*x, &*y, &*z].into_iter().enumerate() {
-            let tag = 1u8 << a;
-            let it = lo[a][..n]
-                .iter_mut()
-                .zip(hi[a][..n].iter_mut())
-                .zip(low[a][..n].iter_mut());
-            for (((l, h), b), &w) in it.zip(v) {
-                let w: u32 = cast(w);
-                *l = w as u16;
-                *b = w as u8;
-                *h = ((w >> 13) as u8 & 0xf8) | tag;
+    for (a, v) in [&*x, &*y, &*z].into_iter().enumerate() {
+        let [p0, p1, p2, p3] = &mut scratch.planes;
+        let it = (p0[a][..n].iter_mut().zip(p1[a][..n].iter_mut()))
+            .zip(p2[a][..n].iter_mut().zip(p3[a][..n].iter_mut()));
+        for (((b0, b1), (b2, b3)), &w) in it.zip(v) {
+            let w: u32 = cast(w);
+            [*b0, *b1, *b2, *b3] = split_planes(w as u16, (w >> 16) as u8, a);
+        }
+    }
+    hi_levels(scratch, n, nbits, avx2);
+    hi_out(scratch, n, &mut Dst::Cols([x, y, z]), 0, avx2);
+}
+
+/// The byte planes ([`TIERS`]) of axis `a` from its low 16 bits `l` and its bits from 16
+/// up `h`, each plane above the lowest with the axis's one-hot tag.
+#[inline(always)]
+fn split_planes(l: u16, h: u8, a: usize) -> [u8; 4] {
+    let tag = 1u8 << a;
+    [
+        l as u8,
+        ((l >> 5) as u8 & 0xf8) | tag,
+        ((l >> 10) as u8 & 0x38) | (h << 6) | tag,
+        ((h << 1) & 0xf8) | tag,
+    ]
+}
+
+/// The levels of [`h3_skilling_hi`] on the first `n` points of its byte planes, then the
+/// routes (see there). `avx2`: route by [`route8_avx2`] (the CPU has AVX2).
+#[inline(always)]
+fn hi_levels(scratch: &mut HiScratch, n: usize, nbits: u32, avx2: bool) {
+    let planes = &mut scratch.planes;
+    // The planes holding levels: 3 for nbits up to 18, else 4.
+    let used = TIERS.iter().take_while(|&&t| t < nbits).count() + 1;
+    for (k, plane) in planes[..used].iter_mut().enumerate() {
+        let [px, py, pz] = plane;
+        let (px, py, pz) = (&mut px[..n], &mut py[..n], &mut pz[..n]);
+        if k == 0 {
+            sk_levels(px, py, pz, 1, TIERS[0]);
+        } else {
+            // Constant levels, so that each level's bit tests compile to shifts by
+            // constants (byte lanes have no variable shift).
+            match TIERS[k].min(nbits) - TIERS[k - 1] {
+                5 => sk_levels(px, py, pz, 3, 8),
+                4 => sk_levels(px, py, pz, 3, 7),
+                3 => sk_levels(px, py, pz, 3, 6),
+                2 => sk_levels(px, py, pz, 3, 5),
+                _ => sk_levels(px, py, pz, 3, 4),
             }
         }
     }
-    hi_levels(scratch, n, nbits, false);
-    hi_out(scratch, n, &mut Dst::Cols([x, y, z]), 0);
-}
-
-/// The levels of [`h3_skilling_hi`] on the first `n` points of its split axes (see there),
-/// the exchanges of the high levels applied to the low halves: each `lo` then holds the
-/// axis's low 16 bits, each `hi` its bits from 16 up, above 3 bits of tag. `avx2`: route
-/// by [`sk_route_avx2`] (the CPU has AVX2).
-#[inline(always)]
-fn hi_levels(scratch: &mut HiScratch, n: usize, nbits: u32, avx2: bool) {
-    let HiScratch { lo, hi, low, .. } = scratch;
-    // Levels 1-7 as `sk_levels_in::<u16, u8, true>` runs them, but on low bytes the split
-    // already wrote (no copy pass, no per-block zeroed buffer).
-    let [bx, by, bz] = low;
-    sk_levels(&mut bx[..n], &mut by[..n], &mut bz[..n], 1, 8);
-    for (l, b) in lo.iter_mut().zip(low.iter()) {
-        for (o, &w) in l[..n].iter_mut().zip(&b[..n]) {
-            *o = (*o & 0xff00) | w as u16;
-        }
+    for k in (1..used).rev() {
+        let (below, above) = planes.split_at_mut(k);
+        route8(&mut below[k - 1], &above[0], n, avx2);
     }
-    let [lx, ly, lz] = &mut *lo;
-    let (lx, ly, lz) = (&mut lx[..n], &mut ly[..n], &mut lz[..n]);
-    sk_levels(lx, ly, lz, 8, 16);
-    let [hx, hy, hz] = &mut *hi;
-    let (hx, hy, hz) = (&mut hx[..n], &mut hy[..n], &mut hz[..n]);
-    sk_levels(hx, hy, hz, 3, nbits - 13);
-    #[cfg(target_arch = "x86_64")]
-    let done = if avx2 {
-        // SAFETY: the caller says the CPU has AVX2.
-        unsafe { sk_route_avx2([&mut *lx, &mut *ly, &mut *lz], [&*hx, &*hy, &*hz]) }
-    } else {
-        0
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let done = {
-        let _ = avx2;
-        0
-    };
-    let (lx, ly, lz) = (&mut lx[done..], &mut ly[done..], &mut lz[done..]);
-    sk_route(
-        [lx, ly, lz],
-        [&mut hx[done..], &mut hy[done..], &mut hz[done..]],
-    );
 }
 
 /// The nbits from which [`h3_decode_sk`] de-interleaves `uint64` codes on AVX2 straight
 /// into the split axes of [`h3_skilling_hi`] ([`h3_split_in`]): no axes in lanes of 32
-/// bits, no split pass, and the tags routed by [`sk_route_avx2`], so it pays from the first
+/// bits, no split pass, and the tags routed by [`route8_avx2`], so it pays from the first
 /// level above 16 (AMD Zen 3, 1M points, 1 thread: nbits 17 / 18 / 19 / 21 4.1-4.4 /
 /// 4.3-4.6 / 4.6-4.9 / 4.8-5.0 -> 3.5-3.7 / 3.6-3.7 / 3.7-3.8 / 3.9 ns a point).
 #[cfg(target_arch = "x86_64")]
@@ -761,11 +768,11 @@ fn h3_splits<U: Word, L: Word>(step: MortonStep, nbits: u32) -> bool {
     step == MortonStep::Nib && U::BITS == 64 && L::BITS == 32 && nbits >= SPLIT_FROM
 }
 
-/// The transposed index of `uint64` codes of `16 < nbits <= 21` in the split form of
+/// The transposed index of `uint64` codes of `16 < nbits <= 21` as the byte planes of
 /// [`h3_skilling_hi`], Gray-decoded: the low 48 code bits de-interleaved into `lo` (the
 /// axes' low 16 bits) by [`nib3::decode`], the bits from 48 up into `hi` by
-/// [`nib3::decode16`], with no pass over the axes in lanes of 32 bits. Returns the OR of
-/// the codes.
+/// [`nib3::decode16`], then split ([`gray_planes`]), with no pass over the axes in lanes
+/// of 32 bits. Returns the OR of the codes.
 ///
 /// # Safety
 /// AVX2; `U` is 64 bits wide; `codes.len() <= BLOCK`.
@@ -774,7 +781,12 @@ fn h3_splits<U: Word, L: Word>(step: MortonStep, nbits: u32) -> bool {
 unsafe fn h3_split_in<U: Word>(codes: &[U], scratch: &mut HiScratch) -> U {
     debug_assert!(U::BITS == 64 && codes.len() <= BLOCK);
     let n = codes.len();
-    let HiScratch { lo, hi, low, top } = scratch;
+    let HiScratch {
+        lo,
+        hi,
+        planes,
+        top,
+    } = scratch;
     let sh = [2u32, 1, 0];
     let lp = [0, 1, 2].map(|a| lo[a].as_mut_ptr() as *mut u8);
     // SAFETY: AVX2 and 64-bit codes as the caller guarantees; each column holds BLOCK.
@@ -805,58 +817,184 @@ unsafe fn h3_split_in<U: Word>(codes: &[U], scratch: &mut HiScratch) -> U {
         &mut Dst::Cols([&mut h0[..], &mut h1[..], &mut h2[..]]),
         m3d,
     );
-    // Skilling's Gray decode (as in [`h3_skilling`]) on the halves; bit 15 of `c >> 1`
-    // is bit 0 of the high half of `c`.
-    let [lx, ly, lz] = lo;
-    let [hx, hy, hz] = hi;
-    let [bx, by, bz] = low;
-    for k in 0..n {
-        let (a, b, c) = (lx[k], ly[k], lz[k]);
-        let (ha, hb, hc) = (hx[k], hy[k], hz[k]);
-        let t = (c >> 1) | ((hc as u16 & 1) << 15);
-        let (a, b, c) = (a ^ t, b ^ a, c ^ b);
-        let (ha, hb, hc) = (ha ^ (hc >> 1), hb ^ ha, hc ^ hb);
-        (lx[k], ly[k], lz[k]) = (a, b, c);
-        (bx[k], by[k], bz[k]) = (a as u8, b as u8, c as u8);
-        (hx[k], hy[k], hz[k]) = (ha << 3 | 1, hb << 3 | 2, hc << 3 | 4);
+    for a in 0..3 {
+        gray_planes(lo, hi, planes, n, a);
     }
     acc
 }
 
-/// Writes the first `n` points of the split axes after [`hi_levels`] to `dst` from row
-/// `r0`.
+/// Axis `a` of the halves `lo`, `hi` of a transposed index (see [`h3_split_in`])
+/// Gray-decoded into its byte planes ([`split_planes`]): axis 0 takes bit `q + 1` of axis
+/// 2, the others the axis before them (as in [`h3_skilling`]).
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn hi_out<O: Word>(scratch: &HiScratch, n: usize, dst: &mut Dst<'_, O>, r0: usize) {
-    let HiScratch { lo, hi, .. } = scratch;
-    let v = |l: u16, h: u8| -> O { O::from_u64(((h as u64 >> 3) << 16) | l as u64) };
+fn gray_planes(
+    lo: &[[u16; BLOCK]; 3],
+    hi: &[[u8; BLOCK]; 3],
+    planes: &mut [[[u8; BLOCK]; 3]; 4],
+    n: usize,
+    a: usize,
+) {
+    let s = if a == 0 { 2 } else { a - 1 };
+    let [p0, p1, p2, p3] = planes;
+    let out = (p0[a][..n].iter_mut().zip(p1[a][..n].iter_mut()))
+        .zip(p2[a][..n].iter_mut().zip(p3[a][..n].iter_mut()));
+    let src = (lo[a][..n].iter().zip(&hi[a][..n])).zip(lo[s][..n].iter().zip(&hi[s][..n]));
+    for (((b0, b1), (b2, b3)), ((&l, &h), (&ls, &hs))) in out.zip(src) {
+        // Bit 15 of the source's `>> 1` is bit 0 of its high half.
+        let (t, th) = if a == 0 {
+            ((ls >> 1) | ((hs as u16 & 1) << 15), hs >> 1)
+        } else {
+            (ls, hs)
+        };
+        [*b0, *b1, *b2, *b3] = split_planes(l ^ t, h ^ th, a);
+    }
+}
+
+/// Writes the first `n` points of the byte planes after [`hi_levels`] to `dst` from row
+/// `r0`; `avx2`: `uint32` coordinates by [`planes_out_avx2`] (the CPU has AVX2).
+#[inline(always)]
+fn hi_out<O: Word>(scratch: &HiScratch, n: usize, dst: &mut Dst<'_, O>, r0: usize, avx2: bool) {
+    let planes = &scratch.planes;
+    #[cfg(target_arch = "x86_64")]
+    let done = if avx2 && O::BITS == 32 {
+        let mut part = match dst {
+            Dst::Rows(o) => Dst::Rows(&mut o[3 * r0..3 * (r0 + n)]),
+            Dst::Cols([x, y, z]) => {
+                Dst::Cols([&mut x[r0..r0 + n], &mut y[r0..r0 + n], &mut z[r0..r0 + n]])
+            }
+        };
+        let (ptrs, rows) = part.ptrs3(n);
+        // SAFETY: the caller says the CPU has AVX2; `ptrs3` checked that `n` points of
+        // 4-byte coordinates fit.
+        unsafe {
+            if rows {
+                planes_out_avx2::<true>(planes, n, ptrs)
+            } else {
+                planes_out_avx2::<false>(planes, n, ptrs)
+            }
+        }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = avx2;
+        0
+    };
+    let [p0, p1, p2, p3] = planes;
+    // Axis `a`'s values, the planes' tags shifted out.
+    let axis = |a: usize| {
+        let it = (p0[a][done..n].iter().zip(&p1[a][done..n]))
+            .zip(p2[a][done..n].iter().zip(&p3[a][done..n]));
+        it.map(|((&b0, &b1), (&b2, &b3))| {
+            let w = b0 as u32
+                | (b1 as u32 >> 3) << TIERS[0]
+                | (b2 as u32 >> 3) << TIERS[1]
+                | (b3 as u32 >> 3) << TIERS[2];
+            O::from_u64(w as u64)
+        })
+    };
+    let (r0, n) = (r0 + done, n - done);
     match dst {
         Dst::Rows(o) => {
-            let it = (lo[0][..n].iter().zip(&hi[0][..n]))
-                .zip(lo[1][..n].iter().zip(&hi[1][..n]))
-                .zip(lo[2][..n].iter().zip(&hi[2][..n]));
+            let it = axis(0).zip(axis(1)).zip(axis(2));
             for (r, ((a, b), c)) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(it) {
-                r[0] = v(*a.0, *a.1);
-                r[1] = v(*b.0, *b.1);
-                r[2] = v(*c.0, *c.1);
+                r[0] = a;
+                r[1] = b;
+                r[2] = c;
             }
         }
         Dst::Cols(c) => {
-            for (col, (l, h)) in c.iter_mut().zip(lo.iter().zip(hi.iter())) {
-                let it = col[r0..r0 + n].iter_mut().zip(l[..n].iter().zip(&h[..n]));
-                for (o, (&l, &h)) in it {
-                    *o = v(l, h);
+            for (a, col) in c.iter_mut().enumerate() {
+                for (o, v) in col[r0..r0 + n].iter_mut().zip(axis(a)) {
+                    *o = v;
                 }
             }
         }
     }
 }
 
-/// Work space of [`h3_skilling_hi`] for one block: the low 16 bits of the axes, their
-/// high bits above the tags, and their low 8 bits.
+/// [`hi_out`] of the leading multiple of 32 of the first `n` points as `uint32`
+/// coordinates into three columns at `dst`, or rows at `dst[0]` where `ROWS`; returns the
+/// points done. Per 32 points and axis, the value's bytes 1 and 2 are gathered from the
+/// planes in byte lanes, then the bytes interleaved into words.
+///
+/// # Safety
+/// AVX2; `n <= BLOCK`; each column writable for `4 * n` bytes (rows: `12 * n`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn planes_out_avx2<const ROWS: bool>(
+    planes: &[[[u8; BLOCK]; 3]; 4],
+    n: usize,
+    dst: [*mut u8; 3],
+) -> usize {
+    use std::arch::x86_64::*;
+    assert!(n <= BLOCK);
+    let sc = const { nib3::scatter(4) };
+    let mut i = 0;
+    // SAFETY: AVX2 as the caller guarantees; every load lies within the first `n` bytes
+    // of a plane, every store within the bounds the caller gives.
+    unsafe {
+        let sca: [[__m256i; 3]; 3] = sc.map(|v| v.map(|c| _mm256_loadu_si256(c.as_ptr().cast())));
+        let set = _mm256_set1_epi8;
+        let (m1f, me0, m03, m7c) = (set(0x1f), set(-0x20), set(0x03), set(0x7c));
+        let zero = _mm256_setzero_si256();
+        while i + 32 <= n {
+            let mut words = [[zero; 3]; 4];
+            for a in 0..3 {
+                let b0 = _mm256_loadu_si256(planes[0][a].as_ptr().add(i).cast());
+                let b1 = _mm256_loadu_si256(planes[1][a].as_ptr().add(i).cast());
+                let b2 = _mm256_loadu_si256(planes[2][a].as_ptr().add(i).cast());
+                let b3 = _mm256_loadu_si256(planes[3][a].as_ptr().add(i).cast());
+                // Bits 8-12 from plane 1 (its bits 3-7), 13-15 from plane 2 (bits 3-5).
+                let c1 = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16::<3>(b1), m1f),
+                    _mm256_and_si256(_mm256_slli_epi16::<2>(b2), me0),
+                );
+                // Bits 16-17 from plane 2 (bits 6-7), 18-22 from plane 3 (bits 3-7).
+                let c2 = _mm256_or_si256(
+                    _mm256_and_si256(_mm256_srli_epi16::<6>(b2), m03),
+                    _mm256_and_si256(_mm256_srli_epi16::<1>(b3), m7c),
+                );
+                // Per 128-bit lane: points 0-7 and 8-15 of the lane as bytes 0-1, 2.
+                let lo = [_mm256_unpacklo_epi8(b0, c1), _mm256_unpackhi_epi8(b0, c1)];
+                let hi = [
+                    _mm256_unpacklo_epi8(c2, zero),
+                    _mm256_unpackhi_epi8(c2, zero),
+                ];
+                // Words of points 0-3 | 16-19, 4-7 | 20-23, 8-11 | 24-27, 12-15 | 28-31.
+                let w = [
+                    _mm256_unpacklo_epi16(lo[0], hi[0]),
+                    _mm256_unpackhi_epi16(lo[0], hi[0]),
+                    _mm256_unpacklo_epi16(lo[1], hi[1]),
+                    _mm256_unpackhi_epi16(lo[1], hi[1]),
+                ];
+                words[0][a] = _mm256_permute2x128_si256::<0x20>(w[0], w[1]);
+                words[1][a] = _mm256_permute2x128_si256::<0x20>(w[2], w[3]);
+                words[2][a] = _mm256_permute2x128_si256::<0x31>(w[0], w[1]);
+                words[3][a] = _mm256_permute2x128_si256::<0x31>(w[2], w[3]);
+            }
+            for (k, v) in words.iter().enumerate() {
+                nib3::store3::<ROWS>(v, &sca, dst, 4 * (i + 8 * k));
+            }
+            i += 32;
+        }
+    }
+    i
+}
+
+/// Work space of [`h3_skilling_hi`] for one block: the byte planes of the axes
+/// ([`TIERS`]), and the de-interleaved halves [`h3_split_in`] splits them from.
 struct HiScratch {
+    /// The axes' low 16 bits ([`h3_split_in`], x86-64 only).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     lo: [[u16; BLOCK]; 3],
+    /// The axes' bits from 16 up ([`h3_split_in`], x86-64 only).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     hi: [[u8; BLOCK]; 3],
-    low: [[u8; BLOCK]; 3],
+    /// `planes[k][a]`: plane `k` of axis `a`.
+    planes: [[[u8; BLOCK]; 3]; 4],
     /// The codes' bits from 48 up ([`h3_split_in`], x86-64 only).
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     top: [u16; BLOCK],
@@ -867,45 +1005,56 @@ impl HiScratch {
         HiScratch {
             lo: [[0; BLOCK]; 3],
             hi: [[0; BLOCK]; 3],
-            low: [[0; BLOCK]; 3],
+            planes: [[[0; BLOCK]; 3]; 4],
             top: [0; BLOCK],
         }
     }
 }
 
-/// Exchanges and inverts the low halves `lo` of the three axes as their tags (bits 0-2 of
-/// `hi`) say (see [`h3_skilling_hi`]).
+/// Exchanges and inverts the first `n` bytes of the three axes' `data` planes as the tags
+/// (bits 0-2) of the planes `tags` say (see [`h3_skilling_hi`]); `avx2`: the leading
+/// multiples of 32 by [`route8_avx2`] (the CPU has AVX2).
 #[inline(always)]
-fn sk_route(lo: [&mut [u16]; 3], hi: [&mut [u8]; 3]) {
-    let [lx, ly, lz] = lo;
-    let [tx, ty, tz] = hi;
-    let n = lx.len();
-    let (ly, lz, tx, ty, tz) = (&mut ly[..n], &mut lz[..n], &tx[..n], &ty[..n], &tz[..n]);
-    for i in 0..n {
-        let v = [lx[i], ly[i], lz[i]];
-        let route = |t: u8| -> u16 {
-            let t = t as u16;
-            let m = [1u16, 2, 4].map(|bit| if t & bit != 0 { 0xffff } else { 0 });
+fn route8(data: &mut [[u8; BLOCK]; 3], tags: &[[u8; BLOCK]; 3], n: usize, avx2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    let done = if avx2 {
+        // SAFETY: the caller says the CPU has AVX2; `n <= BLOCK`.
+        unsafe { route8_avx2(data, tags, n) }
+    } else {
+        0
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let done = {
+        let _ = avx2;
+        0
+    };
+    let [d0, d1, d2] = data;
+    let it = (d0[done..n].iter_mut().zip(d1[done..n].iter_mut())).zip(d2[done..n].iter_mut());
+    let tg = (tags[0][done..n].iter().zip(&tags[1][done..n])).zip(&tags[2][done..n]);
+    for (((x, y), z), ((&tx, &ty), &tz)) in it.zip(tg) {
+        let v = [*x, *y, *z];
+        let route = |t: u8| -> u8 {
+            let m = [1u8, 2, 4].map(|bit| if t & bit != 0 { 0xff } else { 0 });
             // Two tag bits set: the complement of the axis whose bit is clear.
             let neg = (m[0] & m[1]) | (m[0] & m[2]) | (m[1] & m[2]);
             ((v[0] & (m[0] ^ neg)) | (v[1] & (m[1] ^ neg)) | (v[2] & (m[2] ^ neg))) ^ neg
         };
-        (lx[i], ly[i], lz[i]) = (route(tx[i]), route(ty[i]), route(tz[i]));
+        (*x, *y, *z) = (route(tx), route(ty), route(tz));
     }
 }
 
-/// [`sk_route`] on AVX2 for the leading multiple of 16 points; returns the points done.
-/// Each tag selects its axis's source and complement by byte shuffles of 16-bit masks
-/// (one table lookup a mask, where the scalar form derives them bit by bit).
+/// [`route8`] on AVX2 for the leading multiple of 32 of the first `n` points; returns the
+/// points done. Each tag selects its axis's source and complement by byte shuffles (one
+/// table lookup a mask).
 ///
 /// # Safety
-/// AVX2.
+/// AVX2; `n <= BLOCK`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn sk_route_avx2(lo: [&mut [u16]; 3], hi: [&[u8]; 3]) -> usize {
+unsafe fn route8_avx2(data: &mut [[u8; BLOCK]; 3], tags: &[[u8; BLOCK]; 3], n: usize) -> usize {
     use std::arch::x86_64::*;
     /// Per tag value (bits 0-2): the mask selecting axis `j` (`j` < 3) or complementing
-    /// (`j` = 3), as [`sk_route`] reads the tag; both 128-bit lanes alike.
+    /// (`j` = 3), as [`route8`] reads the tag; both 128-bit lanes alike.
     const fn table(j: usize) -> [u8; 32] {
         let mut r = [0u8; 32];
         let mut t = 0;
@@ -920,29 +1069,28 @@ unsafe fn sk_route_avx2(lo: [&mut [u16]; 3], hi: [&[u8]; 3]) -> usize {
         r
     }
     const TABLES: [[u8; 32]; 4] = [table(0), table(1), table(2), table(3)];
-    let n = lo[0].len();
-    assert!(lo.iter().all(|l| l.len() == n) && hi.iter().all(|h| h.len() == n));
+    assert!(n <= BLOCK);
     let mut i = 0;
     // SAFETY: AVX2 as the caller guarantees; every load and store lies within the first
-    // `n` values of each slice.
+    // `n` bytes of each plane.
     unsafe {
         let tab = TABLES.map(|t| _mm256_loadu_si256(t.as_ptr().cast()));
-        let seven = _mm256_set1_epi16(7);
-        while i + 16 <= n {
-            let v = [0, 1, 2].map(|a| _mm256_loadu_si256(lo[a].as_ptr().add(i).cast()));
-            for a in 0..3 {
-                let t = _mm256_cvtepu8_epi16(_mm_loadu_si128(hi[a].as_ptr().add(i).cast()));
-                let t = _mm256_and_si256(t, seven);
-                // The tag in both bytes of its lane, so each byte looks up its half.
-                let t = _mm256_or_si256(t, _mm256_slli_epi16::<8>(t));
+        let seven = _mm256_set1_epi8(7);
+        while i + 32 <= n {
+            let v = [0, 1, 2].map(|a| _mm256_loadu_si256(data[a].as_ptr().add(i).cast()));
+            for (a, t) in tags.iter().enumerate() {
+                let t = _mm256_and_si256(_mm256_loadu_si256(t.as_ptr().add(i).cast()), seven);
                 let m = tab.map(|tb| _mm256_shuffle_epi8(tb, t));
                 let r = _mm256_or_si256(
                     _mm256_and_si256(v[0], m[0]),
                     _mm256_or_si256(_mm256_and_si256(v[1], m[1]), _mm256_and_si256(v[2], m[2])),
                 );
-                _mm256_storeu_si256(lo[a].as_mut_ptr().add(i).cast(), _mm256_xor_si256(r, m[3]));
+                _mm256_storeu_si256(
+                    data[a].as_mut_ptr().add(i).cast(),
+                    _mm256_xor_si256(r, m[3]),
+                );
             }
-            i += 16;
+            i += 32;
         }
     }
     i
@@ -1190,7 +1338,7 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
             // BLOCK.
             acc = acc.or(unsafe { h3_split_in(cb, &mut scratch) });
             hi_levels(&mut scratch, n, nbits, true);
-            hi_out(&scratch, n, dst, bi * BLOCK);
+            hi_out(&scratch, n, dst, bi * BLOCK, true);
             continue;
         }
         let (x, y, z) = (&mut xb[..n], &mut yb[..n], &mut zb[..n]);
@@ -1231,7 +1379,7 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
         let Dst::Cols([x, y, z]) = cols else {
             unreachable!()
         };
-        h3_skilling::<L, S, T>(x, y, z, nbits, &mut scratch);
+        h3_skilling::<L, S, T>(x, y, z, nbits, &mut scratch, step.avx2());
         let r0 = bi * BLOCK;
         match dst {
             Dst::Rows(o) => {
@@ -1306,11 +1454,14 @@ fn encode_chunk<U: Word, O: Word>(
 
 /// The kernel the 3-D Hilbert encoder interleaves (decoder de-interleaves) its transposed
 /// index with (a Morton code, coordinate 0 most significant) where the types fit, before
-/// the generic loop.
+/// the generic loop; all but `Generic` also tell the decoder's split levels
+/// ([`h3_skilling_hi`]) that the CPU has AVX2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MortonStep {
     /// The generic loop only.
     Generic,
+    /// The generic loop, on the AVX-512 kernel without VBMI.
+    GenericAvx512,
     /// The AVX-512 VBMI/GFNI kernels ([`morton3_dec_prefix`]; decoding only).
     Vbmi,
     /// The AVX2 nibble-table kernels ([`nib3_encode_prefix`], [`nib3_decode_prefix`]).
@@ -1320,13 +1471,17 @@ enum MortonStep {
 impl MortonStep {
     /// The (de-)interleave for kernel `k`.
     fn of(k: Kernel) -> Self {
-        if fast9(k) {
-            MortonStep::Vbmi
-        } else if k == Kernel::Avx2 {
-            MortonStep::Nib
-        } else {
-            MortonStep::Generic
+        match k {
+            _ if fast9(k) => MortonStep::Vbmi,
+            Kernel::Avx512 => MortonStep::GenericAvx512,
+            Kernel::Avx2 => MortonStep::Nib,
+            Kernel::Portable => MortonStep::Generic,
         }
+    }
+
+    /// Whether the CPU has AVX2 (every kernel but the portable one).
+    fn avx2(self) -> bool {
+        self != MortonStep::Generic
     }
 }
 
