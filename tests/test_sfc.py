@@ -212,7 +212,8 @@ def test_an_unknown_kernel_cap_warns_at_import(variable: str, module: str, tmp_p
 
 def test_python_lists_beyond_int64_are_range_errors_not_dtype_errors() -> None:
     """NumPy turns a list holding an int of 2**63 or more into float64 (or object): such a
-    list is read as uint64 when it fits, else the first value outside [0, 2**64) is named."""
+    list is read as uint64 when it fits, else the first value outside the call's range
+    (codes: [0, 2**(D * nbits)); coordinates: [0, 2**nbits)) is named."""
     big = 2**62 + 5
     assert np.array_equal(sfc.hilbert_decode([big], 21, 3),
                           sfc.hilbert_decode(np.array([big], np.uint64), 21, 3))
@@ -220,7 +221,7 @@ def test_python_lists_beyond_int64_are_range_errors_not_dtype_errors() -> None:
                        "outside the allowed range \\[0, 2\\^63\\)"):
         sfc.hilbert_decode([0, 2**63], 21, 3)
     with pytest.raises(InvalidArgumentError, match="code: row 1 has value 18446744073709551616, "
-                       "outside the allowed range \\[0, 2\\^64\\)"):
+                       "outside the allowed range \\[0, 2\\^63\\)"):
         sfc.morton_decode([0, 2**64], 21, 3)
     with pytest.raises(InvalidArgumentError, match="index: row 1 has value -1"):
         sfc.hilbert_decode([0, -1, 2**63], 21, 3)
@@ -238,12 +239,22 @@ def test_separate_arrays_and_output_dtype_errors() -> None:
     with pytest.raises(InvalidArgumentError, match="coords\\[1\\]: must be a 1-D array"):
         sfc.morton_encode((x, x.reshape(5, 1)), 4)
     with pytest.raises(InvalidArgumentError, match="dtype: uint16 cannot hold codes of D \\* nbits "
-                       "= 2 \\* 9 of 18 bits; use uint32"):
+                       "= 2 \\* 9 = 18 bits; use uint32"):
         sfc.hilbert_encode((x, x), 9, dtype=np.uint16)
     with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold codes of D \\* nbits = 3 \\* 3"):
         sfc.morton_encode((x, x, x), 3, dtype="uint8")
     with pytest.raises(InvalidArgumentError, match="dtype: uint8 cannot hold coordinates of nbits = 9"):
         sfc.hilbert_decode(np.zeros(3, np.uint32), 9, 2, dtype=np.uint8)
+    # A width no code holds is named as such, whatever dtype was asked for.
+    with pytest.raises(InvalidArgumentError, match="nbits: D \\* nbits = 3 \\* 40 = 120 exceeds"):
+        sfc.hilbert_decode(np.zeros(4, np.uint64), 40, 3, dtype=np.uint32)
+    # A Python int beyond uint64 is reported against the call's own range.
+    with pytest.raises(InvalidArgumentError, match="index: row 1 has value 18446744073709551616, "
+                       "outside the allowed range \\[0, 2\\^51\\)"):
+        sfc.hilbert_decode([0, 2**64], 17, 3)
+    with pytest.raises(InvalidArgumentError, match="coords\\[0\\]: row 0 has value "
+                       "18446744073709551616, outside the allowed range \\[0, 2\\^10\\)"):
+        sfc.hilbert_encode(([2**64], [0]), 10)
     with pytest.raises(DTypeError, match="dtype: must be an unsigned"):
         sfc.hilbert_encode((x, x), 4, dtype=np.int32)
     with pytest.raises(DTypeError, match="coords\\[0\\]: must have an integer dtype"):

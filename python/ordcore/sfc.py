@@ -81,10 +81,11 @@ SCAN_KINDS: tuple[str, ...] = (
 )
 
 
-def _big_int_list(name: str, value: object, arr: np.ndarray) -> np.ndarray:
+def _big_int_list(name: str, value: object, arr: np.ndarray, bits: int = 64) -> np.ndarray:
     """A Python sequence of ints that NumPy made float64 or object (a value beyond int64):
     as uint64 when every value is in ``[0, 2**64)``, else an error naming the first row
-    outside it; ``arr`` unchanged when the values are not all ints."""
+    outside it and the allowed range ``[0, 2**bits)``; ``arr`` unchanged when the values
+    are not all ints."""
     obj = np.asarray(value, dtype=object)
     if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in obj.flat):
         return arr
@@ -94,7 +95,7 @@ def _big_int_list(name: str, value: object, arr: np.ndarray) -> np.ndarray:
                 *np.unravel_index(i, obj.shape)
             )
             raise InvalidArgumentError(
-                f"{name}: {where} has value {int(v)}, outside the allowed range [0, 2^64)"
+                f"{name}: {where} has value {int(v)}, outside the allowed range [0, 2^{bits})"
             )
     return np.array([int(v) for v in obj.flat], dtype=np.uint64).reshape(obj.shape)
 
@@ -113,8 +114,10 @@ def _ready(value: Any, ndim: int) -> TypeGuard[np.ndarray]:
     )
 
 
-def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
-    """``value`` as a C-contiguous, native-endian integer array of rank ``ndim``."""
+def _int_array(name: str, value: npt.ArrayLike, ndim: int, bits: int = 64) -> np.ndarray:
+    """``value`` as a C-contiguous, native-endian integer array of rank ``ndim``; ``bits``:
+    the values' allowed range ``[0, 2**bits)`` where known, named when a Python int is
+    beyond uint64."""
     if _ready(value, ndim):
         return value
     try:
@@ -122,7 +125,7 @@ def _int_array(name: str, value: npt.ArrayLike, ndim: int) -> np.ndarray:
     except ValueError as e:  # a ragged nested list
         raise InvalidArgumentError(f"{name}: not a rectangular array ({e})") from None
     if arr.dtype.kind in "fO" and arr.size and not isinstance(value, np.ndarray):
-        arr = _big_int_list(name, value, arr)
+        arr = _big_int_list(name, value, arr, bits)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
             arr = arr.astype(np.uint64)  # an empty list: no dtype to refuse (rank still checked)
@@ -179,15 +182,15 @@ def _out_bits(dtype: OutDType, need: int, what: str) -> int:
     bits = dt.itemsize * 8
     if bits < need:
         raise InvalidArgumentError(
-            f"dtype: {dt} cannot hold {what} of {need} bits; use "
+            f"dtype: {dt} cannot hold {what}; use "
             f"uint{next(b for b in (8, 16, 32, 64) if b >= need)} or wider"
         )
     return bits
 
 
-def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
+def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarray], int]:
     """``coords`` as a C-contiguous (N, D) array, or (a tuple given) a list of D contiguous
-    1-D arrays of one integer dtype; with D."""
+    1-D arrays of one integer dtype; with D. ``bits``: as for :func:`_int_array`."""
     if isinstance(coords, tuple) and coords and _ready(coords[0], 1):
         c0 = coords[0]
         if all(_ready(c, 1) and c.dtype == c0.dtype and c.shape == c0.shape for c in coords):
@@ -200,7 +203,7 @@ def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
                 "coords: separate coordinate arrays are not supported on the GPU path; "
                 "pass one (N, D) device array"
             )
-        cols = [_int_array(f"coords[{i}]", c, 1) for i, c in enumerate(coords)]
+        cols = [_int_array(f"coords[{i}]", c, 1, bits) for i, c in enumerate(coords)]
         n = cols[0].shape[0]
         for i, c in enumerate(cols):
             if c.shape[0] != n:
@@ -211,7 +214,7 @@ def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
         common = np.result_type(*cols)
         if common.kind not in "iu":  # uint64 with a signed type: keep int64 semantics out
             for i, c in enumerate(cols):  # a negative value would wrap in uint64: name it
-                neg = np.flatnonzero(c < 0) if c.dtype.kind == "i" else ()
+                neg = np.flatnonzero(c < 0) if c.dtype.kind == "i" else np.empty(0, np.intp)
                 if len(neg):
                     raise InvalidArgumentError(
                         f"coords: row {int(neg[0])} (column {i}) has value "
@@ -220,7 +223,7 @@ def _coords_in(coords: Any) -> tuple[np.ndarray | list[np.ndarray], int]:
             common = np.dtype(np.uint64)
         cols = [_c_array(c, common) for c in cols]
         return cols, len(cols)
-    arr = _int_array("coords", coords, 2)
+    arr = _int_array("coords", coords, 2, bits)
     return arr, arr.shape[1]
 
 
@@ -235,11 +238,11 @@ def _gpu_refuse(**opts: object) -> None:
 
 def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
             num_threads: int | None) -> np.ndarray:
-    c, d = _coords_in(coords)
     nb = _int_arg("nbits", nbits)
+    c, d = _coords_in(coords, nb if 1 <= nb <= 64 else 64)
     if d in (2, 3):
         if 1 <= nb and d * nb <= 64:
-            bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+            bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb} = {d * nb} bits")
         else:
             bits = 64  # the core reports the width error
         codes: np.ndarray = _core.sfc_encode(c, nb, curve, msb, bits, _threads(num_threads))
@@ -249,28 +252,30 @@ def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
         out = _core.sfc_hilbert_encode(arr, nb, _threads(num_threads))
     else:
         out = _core.sfc_morton_encode(arr, nb, msb, _threads(num_threads))
-    bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb}")
+    bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb} = {d * nb} bits")
     return out if bits == 64 else out.astype(_UNSIGNED[bits])
 
 
 def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             dtype: OutDType, separate: bool,
             num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
-    arr = _int_array(arg, codes, 1)
+    nd = _int_arg("ndim", ndim)
+    nb = _int_arg("nbits", nbits)
+    # D * nbits within a code (else the core names the width error, before any dtype).
+    fits = 1 <= nd and 1 <= nb and nd * nb <= 64
+    arr = _int_array(arg, codes, 1, nd * nb if fits else 64)
     if not isinstance(separate, (bool, np.bool_)):
         raise InvalidArgumentError(
             f"separate: must be a bool, got {type(separate).__name__}"
         )
     separate = bool(separate)
-    nd = _int_arg("ndim", ndim)
     if nd < 1:
         raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
     if nd > 64:
         raise InvalidArgumentError(
             f"ndim: at most 64 axes fit a 64-bit code (nbits >= 1 each), got {nd}"
         )
-    nb = _int_arg("nbits", nbits)
-    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if 1 <= nb <= 64 else 64
+    bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if fits else 64
     if nd in (2, 3):
         if not separate or not 1 <= nb <= 64 // nd:  # the core refuses such widths
             out: np.ndarray = _core.sfc_decode(arr, nb, nd, curve, msb, bits,
