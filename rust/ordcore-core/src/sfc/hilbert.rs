@@ -17,8 +17,9 @@
 //! in 2-D and 48 in 3-D), reading `D` coordinate bits and emitting `D` index bits per level.
 //! [`Table`] enumerates the reachable states by running exactly that per-level logic and
 //! tabulates `L` levels per lookup (`L = 4` in 2-D: 4 KiB of `u16`; `L = 3` in 3-D: 48 KiB),
-//! for encoding and decoding; the 3-D batch kernels of [`super::fast`] use them (2-D
-//! there runs a table-free prefix-scan form of the same machine).
+//! for encoding and decoding; `serialize` uses them, and the portable kernel of
+//! [`super::fast`] builds its 2-D tiles (7 levels a lookup) from [`Table::level`] (the
+//! SIMD kernels run table-free forms of the same machine).
 //! Other `D` run the branch-free generic loop ([`encode_point`], [`decode_point`]); tests
 //! check the two paths agree and that both match `hilbertcurve`.
 
@@ -279,6 +280,20 @@ impl Table {
             3 => T3.get_or_init(|| Table::build(3, 3)),
             _ => panic!("no Hilbert table for D = {d}"),
         }
+    }
+
+    /// One level of the machine: for each reachable state (0 is the initial one) and each
+    /// `v` (the level's coordinate bits, axis 0 most significant), the level's `D` index
+    /// bits and the next state.
+    pub(crate) fn level(&self) -> Vec<Vec<(u8, u8)>> {
+        let per = 1usize << self.d;
+        self.enc[0]
+            .chunks(per)
+            .map(|row| {
+                let f = |e: u16| ((e >> STATE_BITS) as u8, (e & STATE_MASK) as u8);
+                row.iter().map(|&e| f(e)).collect()
+            })
+            .collect()
     }
 
     /// Hilbert index of one point (`coords.len() == D`), by table lookups.
