@@ -124,6 +124,7 @@ pub enum Curve {
     Morton { msb: bool },
 }
 
+use super::hilbert::Table;
 use super::{as_unsigned, check_width, low_mask, Coord};
 
 /// An unsigned integer type a code or coordinate is written as, with the bit operations the
@@ -398,6 +399,13 @@ enum Src<'a, U> {
     Cols([&'a [U]; 3]),
 }
 
+impl<U> Src<'_, U> {
+    /// Whether the chunk is rows.
+    fn rows(&self) -> bool {
+        matches!(self, Src::Rows(_))
+    }
+}
+
 /// One chunk of output coordinates.
 enum Dst<'a, O> {
     Rows(&'a mut [O]),
@@ -405,6 +413,11 @@ enum Dst<'a, O> {
 }
 
 impl<'a, O> Dst<'a, O> {
+    /// Whether the chunk is rows.
+    fn rows(&self) -> bool {
+        matches!(self, Dst::Rows(_))
+    }
+
     /// The byte pointers a 3-D kernel writes `n` points through (the rows at `[0]`) and
     /// whether they are rows; panics unless `n` points fit.
     fn ptrs3(&mut self, n: usize) -> ([*mut u8; 3], bool) {
@@ -521,46 +534,14 @@ mod h2tile {
     }
 
     fn build() -> Option<Tiles> {
-        let lv = crate::sfc::hilbert::Table::get(2).level();
-        // Merge the states that act alike: classes by output row, refined by the classes
-        // of the next states until stable (numbered by first appearance: the initial state
-        // stays 0).
-        let number = |sig: Vec<Vec<u8>>| -> Vec<u8> {
-            let mut seen: Vec<Vec<u8>> = Vec::new();
-            sig.into_iter()
-                .map(|g| match seen.iter().position(|x| *x == g) {
-                    Some(i) => i as u8,
-                    None => {
-                        seen.push(g);
-                        (seen.len() - 1) as u8
-                    }
-                })
-                .collect()
-        };
-        let mut class = number(lv.iter().map(|r| r.iter().map(|e| e.0).collect()).collect());
-        loop {
-            let sig = (0..lv.len())
-                .map(|s| {
-                    let nx = lv[s].iter().map(|e| class[e.1 as usize]);
-                    std::iter::once(class[s]).chain(nx).collect()
-                })
-                .collect();
-            let next = number(sig);
-            let done = next.iter().max() == class.iter().max();
-            class = next;
-            if done {
-                break;
-            }
-        }
-        if class.iter().max() != Some(&3) {
+        let mm = Table::get(2).machine();
+        if mm.len() != 4 {
             return None;
         }
-        // m[c][v] = (index bits, next class), from any member of class c.
+        // m[s][v] = (index bits, next state).
         let mut m = [[(0u8, 0u8); 4]; 4];
-        for (s, row) in lv.iter().enumerate() {
-            for (v, &(o, nx)) in row.iter().enumerate() {
-                m[class[s] as usize][v] = (o, class[nx as usize]);
-            }
+        for (d, row) in m.iter_mut().zip(&mm) {
+            d.copy_from_slice(row);
         }
         let mut dm = [[(0u8, 0u8); 4]; 4];
         for (d, row) in dm.iter_mut().zip(&m) {
@@ -591,15 +572,7 @@ mod h2tile {
         }
         let mut start = [0u32; 7];
         for (pad, st) in start.iter_mut().enumerate() {
-            *st = (0..4u32).find(|&s0| {
-                let (mut s, mut h) = (s0 as usize, 0u8);
-                for _ in 0..pad {
-                    let (o, nx) = m[s][0];
-                    h |= o;
-                    s = nx as usize;
-                }
-                s == 0 && h == 0
-            })?;
+            *st = Table::padded_start(&mm, pad as u32)?;
         }
         Some(Tiles { enc, dec, start })
     }
@@ -687,6 +660,192 @@ mod h2tile {
                 s = v & 3;
             }
             (x, y)
+        }
+    }
+}
+
+/// 3-D Hilbert coding three levels a table lookup, for the portable kernel (whose lane
+/// code runs Skilling's levels at 2-16 lanes a vector). The curve's machine is reduced to
+/// its 24 distinct states ([`Table::machine`]); a table entry is indexed by the state (at
+/// bits 9 and up) and the level's nine input bits, and holds the nine output bits below
+/// the next state, already at bit 9, so that one AND gives the next index's high part
+/// (the layout of hilbertsfc's 3-bit tables; 24 KiB, in L1). Decoding moves a level's
+/// coordinate bits into three 21-bit fields of one word by a second, 4 KiB table and one
+/// shift a level: 4.9 against 6.3 ns a point at nbits 21 for three shifts and masks, 5.4
+/// for a table from the entry's index (120 KiB with the states', past L1), 5.6 for a
+/// multiply. A width that is no multiple of 3 starts above the point, as [`h2tile`] does.
+mod h3tile {
+    use super::*;
+
+    /// Whether the portable kernel encodes by the tiles: rows always (its lane code
+    /// transposes them first), separate arrays from nbits 11 (below, the lane code runs
+    /// in 8- or 16-bit lanes and costs less: nbits 3 / 8 / 10 0.71 / 2.08 / 2.99 ns a point
+    /// against 0.84-0.92 / 2.35-2.72 / 3.2-3.9; nbits 12 / 16 / 21 4.9-6.2 / 6.0-6.7 / 10.2
+    /// against 3.3-3.4 / 5.2 / 6.2; Rust harness, 1M points).
+    pub(super) fn encodes(nbits: u32, rows: bool) -> bool {
+        rows || nbits > 10
+    }
+
+    /// Whether the portable kernel decodes by the tiles: rows always, separate arrays at
+    /// nbits 6 and from 9 (the lane code's narrow tiers win at nbits 1-5 and 7-8: nbits
+    /// 3 / 8 0.77 / 1.79 ns a point against 0.75-0.99 / 1.76-1.93; nbits 6 / 12 / 21
+    /// 1.58 / 4.5-5.9 / 9.3 against 1.25-1.46 / 2.4-2.8 / 4.8).
+    pub(super) fn decodes(nbits: u32, rows: bool) -> bool {
+        rows || nbits == 6 || nbits > 8
+    }
+
+    pub(super) struct Tiles {
+        /// `s << 9 | x3 << 6 | y3 << 3 | z3` -> `next << 9 | h9`.
+        enc: Box<[u16; 1 << 16]>,
+        /// `s << 9 | h9` -> `next << 9 | x3 << 6 | y3 << 3 | z3`.
+        dec: Box<[u16; 1 << 16]>,
+        /// `x3 << 6 | y3 << 3 | z3` -> `x3 << 42 | y3 << 21 | z3`.
+        put: Box<[u64; 512]>,
+        /// Per number of missing levels (0-2): the state to start from, at bit 9.
+        start: [u32; 3],
+    }
+
+    /// The tables; `None` if the machine has more than 128 states (never for this curve,
+    /// which has 24: the portable kernel's tests run every nbits through them, rows and
+    /// columns), leaving the caller on the lane code.
+    pub(super) fn tiles() -> Option<&'static Tiles> {
+        static T: OnceLock<Option<Tiles>> = OnceLock::new();
+        T.get_or_init(build).as_ref()
+    }
+
+    fn build() -> Option<Tiles> {
+        let m = Table::get(3).machine();
+        if m.len() > 128 {
+            return None;
+        }
+        let mut dm = vec![[(0u8, 0u8); 8]; m.len()];
+        for (d, row) in dm.iter_mut().zip(&m) {
+            for (v, &(o, nx)) in row.iter().enumerate() {
+                d[o as usize] = (v as u8, nx);
+            }
+        }
+        let mut enc = Box::new([0u16; 1 << 16]);
+        let mut dec = Box::new([0u16; 1 << 16]);
+        for s0 in 0..m.len() {
+            for i in 0..512usize {
+                let (mut s, mut h) = (s0, 0usize);
+                let (mut t, mut p) = (s0, 0usize);
+                for l in (0..3).rev() {
+                    let v = ((i >> (6 + l)) & 1) << 2 | ((i >> (3 + l)) & 1) << 1 | ((i >> l) & 1);
+                    let (o, nx) = m[s][v];
+                    h = h << 3 | o as usize;
+                    s = nx as usize;
+                    let (v, nx) = dm[t][(i >> (3 * l)) & 7];
+                    for a in 0..3 {
+                        p |= ((v as usize >> (2 - a)) & 1) << (3 * (2 - a) + l);
+                    }
+                    t = nx as usize;
+                }
+                enc[s0 << 9 | i] = (s << 9 | h) as u16;
+                dec[s0 << 9 | i] = (t << 9 | p) as u16;
+            }
+        }
+        let mut start = [0u32; 3];
+        for (pad, st) in start.iter_mut().enumerate() {
+            *st = Table::padded_start(&m, pad as u32)? << 9;
+        }
+        let mut put = Box::new([0u64; 512]);
+        for (i, e) in put.iter_mut().enumerate() {
+            let i = i as u64;
+            *e = (i >> 6 & 7) << 42 | (i >> 3 & 7) << 21 | (i & 7);
+        }
+        Some(Tiles {
+            enc,
+            dec,
+            put,
+            start,
+        })
+    }
+
+    /// Codes of one chunk of points of `nbits` bits; returns the OR of the input values.
+    #[inline(always)]
+    pub(super) fn encode_chunk<U: Word, O: Word>(
+        t: &'static Tiles,
+        src: Src<'_, U>,
+        out: &mut [O],
+        nbits: u32,
+    ) -> U {
+        let g = nbits.div_ceil(3);
+        let s = t.start[(3 * g - nbits) as usize];
+        // A constant number of steps, as in [`h2tile`].
+        match g {
+            1 => map3(src, out, Enc::<1>(&t.enc, s)),
+            2 => map3(src, out, Enc::<2>(&t.enc, s)),
+            3 => map3(src, out, Enc::<3>(&t.enc, s)),
+            4 => map3(src, out, Enc::<4>(&t.enc, s)),
+            5 => map3(src, out, Enc::<5>(&t.enc, s)),
+            6 => map3(src, out, Enc::<6>(&t.enc, s)),
+            _ => map3(src, out, Enc::<7>(&t.enc, s)),
+        }
+    }
+
+    /// Points of one chunk of codes of `nbits` bits; returns the OR of the codes.
+    #[inline(always)]
+    pub(super) fn decode_chunk<U: Word, O: Word>(
+        t: &'static Tiles,
+        codes: &[U],
+        dst: &mut Dst<'_, O>,
+        nbits: u32,
+    ) -> U {
+        let g = nbits.div_ceil(3);
+        let s = t.start[(3 * g - nbits) as usize];
+        match g {
+            1 => m3_decode(codes, dst, Dec::<1>(&t.dec, &t.put, s)),
+            2 => m3_decode(codes, dst, Dec::<2>(&t.dec, &t.put, s)),
+            3 => m3_decode(codes, dst, Dec::<3>(&t.dec, &t.put, s)),
+            4 => m3_decode(codes, dst, Dec::<4>(&t.dec, &t.put, s)),
+            5 => m3_decode(codes, dst, Dec::<5>(&t.dec, &t.put, s)),
+            6 => m3_decode(codes, dst, Dec::<6>(&t.dec, &t.put, s)),
+            _ => m3_decode(codes, dst, Dec::<7>(&t.dec, &t.put, s)),
+        }
+    }
+
+    /// Encoding in `G` steps from state `.1` (at bit 9), by [`Tiles::enc`] (the table
+    /// itself rather than the `Tiles`, so that it is not reloaded after every store).
+    #[derive(Clone, Copy)]
+    struct Enc<const G: u32>(&'static [u16; 1 << 16], u32);
+    impl<U: Word, O: Word, const G: u32> F3<U, O> for Enc<G> {
+        #[inline(always)]
+        fn f(&self, a: U, b: U, c: U) -> O {
+            let (x, y, z) = (a.to_u64(), b.to_u64(), c.to_u64());
+            let (mut s, mut h) = (self.1, 0u64);
+            for k in (0..G).rev() {
+                let i =
+                    ((x >> (3 * k)) & 7) << 6 | ((y >> (3 * k)) & 7) << 3 | ((z >> (3 * k)) & 7);
+                let e = self.0[(s | i as u32) as u16 as usize] as u32;
+                h = h << 9 | (e & 511) as u64;
+                s = e & !511;
+            }
+            O::from_u64(h)
+        }
+    }
+
+    /// Decoding in `G` steps from state `.2` (at bit 9), by [`Tiles::dec`] and
+    /// [`Tiles::put`].
+    #[derive(Clone, Copy)]
+    struct Dec<const G: u32>(&'static [u16; 1 << 16], &'static [u64; 512], u32);
+    impl<U: Word, O: Word, const G: u32> G3<U, O> for Dec<G> {
+        #[inline(always)]
+        fn g(&self, c: U) -> [O; 3] {
+            let h = c.to_u64();
+            let (mut s, mut a) = (self.2, 0u64);
+            for k in (0..G).rev() {
+                let i = (s | ((h >> (9 * k)) & 511) as u32) as u16 as usize;
+                let e = self.0[i] as usize;
+                a = a << 3 | self.1[e & 511];
+                s = (e & !511) as u32;
+            }
+            let m = (1u64 << 21) - 1;
+            [
+                O::from_u64(a >> 42),
+                O::from_u64((a >> 21) & m),
+                O::from_u64(a & m),
+            ]
         }
     }
 }
@@ -1653,6 +1812,14 @@ fn encode_chunk<U: Word, O: Word>(
             }
             _ => map2(src, out, H2E(nbits)),
         },
+        (Curve::Hilbert, _)
+            if step == MortonStep::Generic && h3tile::encodes(nbits, src.rows()) =>
+        {
+            match h3tile::tiles() {
+                Some(t) => h3tile::encode_chunk(t, src, out, nbits),
+                None => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
+            }
+        }
         // Skilling's steps as in decoding.
         (Curve::Hilbert, _) if nbits <= 8 => {
             h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits, step)
@@ -1723,6 +1890,14 @@ fn decode_chunk<U: Word, O: Word>(
             }
             _ => put2(codes, &mut dst, H2D(nbits)),
         },
+        (Curve::Hilbert, _)
+            if step == MortonStep::Generic && h3tile::decodes(nbits, dst.rows()) =>
+        {
+            match h3tile::tiles() {
+                Some(t) => h3tile::decode_chunk(t, codes, &mut dst, nbits),
+                None => h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step),
+            }
+        }
         // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
         // below in narrower ones), the Morton de-interleave in lanes that hold the code.
         (Curve::Hilbert, _) if nbits <= 5 => {
@@ -6281,10 +6456,12 @@ mod tests {
     }
 
     #[test]
-    fn the_portable_2d_hilbert_tiles_are_built() {
+    fn the_portable_hilbert_tiles_are_built() {
         // Without them the portable kernel would silently keep its lane code, and the
         // tests below would not reach the tiles.
         assert!(h2tile::tiles().is_some());
+        assert!(h3tile::tiles().is_some());
+        assert_eq!(Table::get(3).machine().len(), 24);
         for k in [Kernel::Portable, kernel()] {
             let step = MortonStep::of(k);
             assert_eq!(step == MortonStep::Generic, k == Kernel::Portable, "{k:?}");

@@ -282,18 +282,68 @@ impl Table {
         }
     }
 
-    /// One level of the machine: for each reachable state (0 is the initial one) and each
+    /// One level of the curve's machine with its states merged where they act alike (the
+    /// minimal machine; 4 states in 2-D): for each state (0 is the initial one) and each
     /// `v` (the level's coordinate bits, axis 0 most significant), the level's `D` index
     /// bits and the next state.
-    pub(crate) fn level(&self) -> Vec<Vec<(u8, u8)>> {
+    pub(crate) fn machine(&self) -> Vec<Vec<(u8, u8)>> {
         let per = 1usize << self.d;
-        self.enc[0]
+        let f = |e: u16| ((e >> STATE_BITS) as u8, (e & STATE_MASK) as u8);
+        let lv: Vec<Vec<(u8, u8)>> = self.enc[0]
             .chunks(per)
-            .map(|row| {
-                let f = |e: u16| ((e >> STATE_BITS) as u8, (e & STATE_MASK) as u8);
-                row.iter().map(|&e| f(e)).collect()
-            })
-            .collect()
+            .map(|row| row.iter().map(|&e| f(e)).collect())
+            .collect();
+        // Classes by output row, refined by the classes of the next states until stable
+        // (numbered by first appearance: the initial state stays 0).
+        let number = |sig: Vec<Vec<u8>>| -> Vec<u8> {
+            let mut seen: Vec<Vec<u8>> = Vec::new();
+            sig.into_iter()
+                .map(|g| match seen.iter().position(|x| *x == g) {
+                    Some(i) => i as u8,
+                    None => {
+                        seen.push(g);
+                        (seen.len() - 1) as u8
+                    }
+                })
+                .collect()
+        };
+        let mut class = number(lv.iter().map(|r| r.iter().map(|e| e.0).collect()).collect());
+        loop {
+            let sig = (0..lv.len())
+                .map(|s| {
+                    let nx = lv[s].iter().map(|e| class[e.1 as usize]);
+                    std::iter::once(class[s]).chain(nx).collect()
+                })
+                .collect();
+            let next = number(sig);
+            let done = next.iter().max() == class.iter().max();
+            class = next;
+            if done {
+                break;
+            }
+        }
+        let mut m = vec![vec![(0u8, 0u8); per]; *class.iter().max().unwrap() as usize + 1];
+        for (s, row) in lv.iter().enumerate() {
+            for (v, &(o, nx)) in row.iter().enumerate() {
+                m[class[s] as usize][v] = (o, class[nx as usize]);
+            }
+        }
+        m
+    }
+
+    /// For [`Table::machine`]: the state from which `pad` levels of zero coordinates give
+    /// index bits 0 and lead to the initial state, so that a width short of a multiple of
+    /// a table's levels can start above the point; `None` if there is none.
+    pub(crate) fn padded_start(m: &[Vec<(u8, u8)>], pad: u32) -> Option<u32> {
+        (0..m.len() as u32).find(|&s0| {
+            let (mut s, mut h) = (s0 as usize, 0u8);
+            for _ in 0..pad {
+                let (o, nx) = m[s][0];
+                h |= o;
+                s = nx as usize;
+            }
+            s == 0 && h == 0
+        })
     }
 
     /// Hilbert index of one point (`coords.len() == D`), by table lookups.
