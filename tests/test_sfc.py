@@ -263,6 +263,10 @@ def test_separate_arrays_and_output_dtype_errors() -> None:
         sfc.hilbert_encode((np.zeros(5, np.int8), np.array([0, 1, 2, 9, 0], np.int8)), 3)
     with pytest.raises(InvalidArgumentError, match="row 1 \\(column 0\\) has value -1"):
         sfc.morton_encode((np.array([0, -1]), np.array([0, 0], np.uint8)), 3)
+    # int64 beside uint64 (no common integer type): the range with the call's nbits.
+    with pytest.raises(InvalidArgumentError, match="row 1 \\(column 0\\) has value -5, outside "
+                       "the allowed range \\[0, 2\\^5\\) = \\[0, 31\\]"):
+        sfc.hilbert_encode((np.array([0, -5]), np.zeros(2, np.uint64), np.zeros(2, np.uint64)), 5)
     with pytest.raises(InvalidArgumentError, match="empty tuple"):
         sfc.hilbert_encode((), 4)
     # Mixed dtypes are promoted; n-D (generic path) takes tuples and dtypes as well.

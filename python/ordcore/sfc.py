@@ -218,7 +218,8 @@ def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarra
                 if len(neg):
                     raise InvalidArgumentError(
                         f"coords: row {int(neg[0])} (column {i}) has value "
-                        f"{int(c[neg[0]])}, outside the allowed range [0, 2^nbits)"
+                        f"{int(c[neg[0]])}, outside the allowed range [0, 2^{bits}) = "
+                        f"[0, {(1 << bits) - 1}]"
                     )
             common = np.dtype(np.uint64)
         cols = [_c_array(c, common) for c in cols]

@@ -155,9 +155,22 @@ pub trait Word:
     /// Inverse of [`Word::part1`].
     fn compact1(self) -> Self;
     /// The low `BITS / 3` bits moved to every third bit.
-    fn part2(self) -> Self;
+    #[inline(always)]
+    fn part2(self) -> Self {
+        self.part2k::<5>()
+    }
     /// Inverse of [`Word::part2`].
-    fn compact2(self) -> Self;
+    #[inline(always)]
+    fn compact2(self) -> Self {
+        self.compact2k::<5>()
+    }
+    /// [`Word::part2`] in at most `K` of its steps (those of the largest shifts left
+    /// out): exact for values below `2^nbits` where `K >= `[`steps2`]`(nbits)`.
+    fn part2k<const K: u32>(self) -> Self;
+    /// [`Word::compact2`] in at most `K` steps: exact for the spread of a value below
+    /// `2^nbits` where `K >= `[`steps2`]`(nbits)` (other bits of the word may give
+    /// meaningless results).
+    fn compact2k<const K: u32>(self) -> Self;
     /// 2-D Hilbert index of `(x, y)` (`nbits <= BITS / 2`).
     fn h2_enc(x: Self, y: Self, nbits: u32) -> Self;
     /// The even (`.0`) and odd (`.1`) bits of the 2-D Hilbert index of `(x, y)`, computed on
@@ -240,38 +253,43 @@ macro_rules! impl_word {
                 x
             }
             #[inline(always)]
-            fn part2(self) -> Self {
+            fn part2k<const K: u32>(self) -> Self {
                 const B: u32 = <$t>::BITS / 3;
                 let mut x = self & (<$t>::MAX >> (<$t>::BITS - B));
-                if 2 * B > 32 {
+                if 2 * B > 32 && K >= 5 {
                     x = (x | x.wrapping_shl(32)) & (0x001F_0000_0000_FFFF_u64 as $t);
                 }
-                if 2 * B > 16 {
+                if 2 * B > 16 && K >= 4 {
                     x = (x | x.wrapping_shl(16)) & (0x001F_0000_FF00_00FF_u64 as $t);
                 }
-                if 2 * B > 8 {
+                if 2 * B > 8 && K >= 3 {
                     x = (x | x.wrapping_shl(8)) & (0x100F_00F0_0F00_F00F_u64 as $t);
                 }
-                if 2 * B > 4 {
+                if 2 * B > 4 && K >= 2 {
                     x = (x | x.wrapping_shl(4)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
                 }
-                (x | x.wrapping_shl(2)) & (0x1249_2492_4924_9249_u64 as $t)
+                if K >= 1 {
+                    x = (x | x.wrapping_shl(2)) & (0x1249_2492_4924_9249_u64 as $t);
+                }
+                x
             }
             #[inline(always)]
-            fn compact2(self) -> Self {
+            fn compact2k<const K: u32>(self) -> Self {
                 const B: u32 = <$t>::BITS / 3;
                 let mut x = self & (0x1249_2492_4924_9249_u64 as $t);
-                x = (x | x.wrapping_shr(2)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
-                if 2 * B > 4 {
+                if K >= 1 {
+                    x = (x | x.wrapping_shr(2)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
+                }
+                if 2 * B > 4 && K >= 2 {
                     x = (x | x.wrapping_shr(4)) & (0x100F_00F0_0F00_F00F_u64 as $t);
                 }
-                if 2 * B > 8 {
+                if 2 * B > 8 && K >= 3 {
                     x = (x | x.wrapping_shr(8)) & (0x001F_0000_FF00_00FF_u64 as $t);
                 }
-                if 2 * B > 16 {
+                if 2 * B > 16 && K >= 4 {
                     x = (x | x.wrapping_shr(16)) & (0x001F_0000_0000_FFFF_u64 as $t);
                 }
-                if 2 * B > 32 {
+                if 2 * B > 32 && K >= 5 {
                     x = (x | x.wrapping_shr(32)) & (0x1F_FFFF_u64 as $t);
                 }
                 x & (<$t>::MAX >> (<$t>::BITS - B))
@@ -872,35 +890,47 @@ impl<U: Word, O: Word> G2<U, O> for M2D {
         )
     }
 }
-/// 3-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+/// 3-D Morton encoding: coordinate `i` spread (in `K` steps, [`steps2`]) and shifted
+/// left by field `i`.
 #[derive(Clone, Copy)]
-struct M3E(u32, u32, u32);
-impl<U: Word, O: Word> F3<U, O> for M3E {
+struct M3E<const K: u32 = 5>(u32, u32, u32);
+impl<U: Word, O: Word, const K: u32> F3<U, O> for M3E<K> {
     #[inline(always)]
     fn f(&self, a: U, b: U, c: U) -> O {
-        cast::<U, O>(a).part2().shl(self.0)
-            | cast::<U, O>(b).part2().shl(self.1)
-            | cast::<U, O>(c).part2().shl(self.2)
+        cast::<U, O>(a).part2k::<K>().shl(self.0)
+            | cast::<U, O>(b).part2k::<K>().shl(self.1)
+            | cast::<U, O>(c).part2k::<K>().shl(self.2)
     }
 }
 /// Inverse of [`M3E`], in lanes of `L` (which must hold the code).
-struct M3D<L>(u32, u32, u32, std::marker::PhantomData<L>);
-impl<L> Clone for M3D<L> {
+struct M3D<L, const K: u32 = 5>(u32, u32, u32, std::marker::PhantomData<L>);
+impl<L, const K: u32> Clone for M3D<L, K> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<L> Copy for M3D<L> {}
-impl<U: Word, O: Word, L: Word> G3<U, O> for M3D<L> {
+impl<L, const K: u32> Copy for M3D<L, K> {}
+impl<U: Word, O: Word, L: Word, const K: u32> G3<U, O> for M3D<L, K> {
     #[inline(always)]
     fn g(&self, c: U) -> [O; 3] {
         let c: L = cast(c);
         [
-            cast(c.shr(self.0).compact2()),
-            cast(c.shr(self.1).compact2()),
-            cast(c.shr(self.2).compact2()),
+            cast(c.shr(self.0).compact2k::<K>()),
+            cast(c.shr(self.1).compact2k::<K>()),
+            cast(c.shr(self.2).compact2k::<K>()),
         ]
     }
+}
+
+/// The steps of [`Word::part2`] / [`Word::compact2`] that values of `nbits` bits need
+/// (one per shift `2 s`, `s` in 16, 8, 4, 2, 1, below `nbits`): the step of a shift by
+/// `2 s` joins groups of `s` bits.
+const fn steps2(nbits: u32) -> u32 {
+    (nbits > 16) as u32
+        + (nbits > 8) as u32
+        + (nbits > 4) as u32
+        + (nbits > 2) as u32
+        + (nbits > 1) as u32
 }
 
 /// `out[k] = f(x[k], y[k])` over a 2-D chunk; returns the OR of every input value.
@@ -1683,7 +1713,7 @@ fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
             0
         };
         let cols = Src::Cols([&x[done..], &y[done..], &z[done..]]);
-        map3(cols, &mut ob[done..], M3E(2, 1, 0));
+        map3(cols, &mut ob[done..], M3E::<5>(2, 1, 0));
     }
     acc
 }
@@ -1834,7 +1864,14 @@ fn encode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            map3(src, out, M3E(s0, 1, s2))
+            // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 /
+            // 5), in classes that keep the copies few.
+            match steps2(nbits) {
+                0..=2 => map3(src, out, M3E::<2>(s0, 1, s2)),
+                3 => map3(src, out, M3E::<3>(s0, 1, s2)),
+                4 => map3(src, out, M3E::<4>(s0, 1, s2)),
+                _ => map3(src, out, M3E::<5>(s0, 1, s2)),
+            }
         }
     }
 }
@@ -1921,12 +1958,15 @@ fn decode_chunk<U: Word, O: Word>(
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            if nbits <= 5 {
-                m3_decode(codes, &mut dst, M3D::<u16>(s0, 1, s2, PhantomData))
-            } else if nbits <= 10 {
-                m3_decode(codes, &mut dst, M3D::<u32>(s0, 1, s2, PhantomData))
-            } else {
-                m3_decode(codes, &mut dst, M3D::<u64>(s0, 1, s2, PhantomData))
+            // As in encoding: the lanes that hold the code, the steps the width needs.
+            match nbits {
+                0..=2 => m3_decode(codes, &mut dst, M3D::<u16, 1>(s0, 1, s2, PhantomData)),
+                3..=4 => m3_decode(codes, &mut dst, M3D::<u16, 2>(s0, 1, s2, PhantomData)),
+                5 => m3_decode(codes, &mut dst, M3D::<u16, 3>(s0, 1, s2, PhantomData)),
+                6..=8 => m3_decode(codes, &mut dst, M3D::<u32, 3>(s0, 1, s2, PhantomData)),
+                9..=10 => m3_decode(codes, &mut dst, M3D::<u32, 4>(s0, 1, s2, PhantomData)),
+                11..=16 => m3_decode(codes, &mut dst, M3D::<u64, 4>(s0, 1, s2, PhantomData)),
+                _ => m3_decode(codes, &mut dst, M3D::<u64, 5>(s0, 1, s2, PhantomData)),
             }
         }
     }
