@@ -868,13 +868,16 @@ mod h3tile {
     }
 }
 
-/// 2-D Morton encoding: coordinate `i` spread and shifted left by field `i`.
+/// 2-D Morton encoding: coordinate 0 at the odd bits (`MSB`) or the even ones. The
+/// shifts are constants: by a run-time amount, the portable kernel's vector code shifted
+/// 32-bit lanes by multiplies (SSE2 has no 32-bit lane multiply either).
 #[derive(Clone, Copy)]
-struct M2E(u32, u32);
-impl<U: Word, O: Word> F2<U, O> for M2E {
+struct M2E<const MSB: bool>;
+impl<U: Word, O: Word, const MSB: bool> F2<U, O> for M2E<MSB> {
     #[inline(always)]
     fn f(&self, a: U, b: U) -> O {
-        cast::<U, O>(a).part1().shl(self.0) | cast::<U, O>(b).part1().shl(self.1)
+        let (a, b) = if MSB { (a, b) } else { (b, a) };
+        cast::<U, O>(a).part1().shl(1) | cast::<U, O>(b).part1()
     }
 }
 /// Inverse of [`M2E`] (in lanes of `O::Wide2`).
@@ -890,16 +893,26 @@ impl<U: Word, O: Word> G2<U, O> for M2D {
         )
     }
 }
-/// 3-D Morton encoding: coordinate `i` spread (in `K` steps, [`steps2`]) and shifted
-/// left by field `i`.
+/// 3-D Morton encoding: each coordinate spread (in `K` steps, [`steps2`]), coordinate 0
+/// most significant (`MSB`) or least; constant shifts, as [`M2E`].
 #[derive(Clone, Copy)]
-struct M3E<const K: u32 = 5>(u32, u32, u32);
-impl<U: Word, O: Word, const K: u32> F3<U, O> for M3E<K> {
+struct M3E<const K: u32, const MSB: bool>;
+impl<U: Word, O: Word, const K: u32, const MSB: bool> F3<U, O> for M3E<K, MSB> {
     #[inline(always)]
     fn f(&self, a: U, b: U, c: U) -> O {
-        cast::<U, O>(a).part2k::<K>().shl(self.0)
-            | cast::<U, O>(b).part2k::<K>().shl(self.1)
-            | cast::<U, O>(c).part2k::<K>().shl(self.2)
+        let (a, c) = if MSB { (a, c) } else { (c, a) };
+        cast::<U, O>(a).part2k::<K>().shl(2)
+            | cast::<U, O>(b).part2k::<K>().shl(1)
+            | cast::<U, O>(c).part2k::<K>()
+    }
+}
+/// [`M3E`] for either axis order.
+#[inline(always)]
+fn morton3_map<U: Word, O: Word, const K: u32>(src: Src<'_, U>, out: &mut [O], msb: bool) -> U {
+    if msb {
+        map3(src, out, M3E::<K, true>)
+    } else {
+        map3(src, out, M3E::<K, false>)
     }
 }
 /// Inverse of [`M3E`], in lanes of `L` (which must hold the code).
@@ -1713,7 +1726,7 @@ fn h3_encode_sk<U: Word, O: Word, L: Word, S: Word, T: Word>(
             0
         };
         let cols = Src::Cols([&x[done..], &y[done..], &z[done..]]);
-        map3(cols, &mut ob[done..], M3E::<5>(2, 1, 0));
+        map3(cols, &mut ob[done..], M3E::<5, true>);
     }
     acc
 }
@@ -1858,21 +1871,16 @@ fn encode_chunk<U: Word, O: Word>(
             h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits, step)
         }
         (Curve::Hilbert, _) => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
-        (Curve::Morton { msb }, 2) => {
-            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            map2(src, out, M2E(s0, s1))
-        }
-        (Curve::Morton { msb }, _) => {
-            let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
-            // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 /
-            // 5), in classes that keep the copies few.
-            match steps2(nbits) {
-                0..=2 => map3(src, out, M3E::<2>(s0, 1, s2)),
-                3 => map3(src, out, M3E::<3>(s0, 1, s2)),
-                4 => map3(src, out, M3E::<4>(s0, 1, s2)),
-                _ => map3(src, out, M3E::<5>(s0, 1, s2)),
-            }
-        }
+        (Curve::Morton { msb: true }, 2) => map2(src, out, M2E::<true>),
+        (Curve::Morton { msb: false }, 2) => map2(src, out, M2E::<false>),
+        // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 / 5),
+        // in classes that keep the copies few.
+        (Curve::Morton { msb }, _) => match steps2(nbits) {
+            0..=2 => morton3_map::<U, O, 2>(src, out, msb),
+            3 => morton3_map::<U, O, 3>(src, out, msb),
+            4 => morton3_map::<U, O, 4>(src, out, msb),
+            _ => morton3_map::<U, O, 5>(src, out, msb),
+        },
     }
 }
 
