@@ -561,12 +561,7 @@ mod h2tile {
         for (d, row) in m.iter_mut().zip(&mm) {
             d.copy_from_slice(row);
         }
-        let mut dm = [[(0u8, 0u8); 4]; 4];
-        for (d, row) in dm.iter_mut().zip(&m) {
-            for (v, &(o, nx)) in row.iter().enumerate() {
-                d[o as usize] = (v as u8, nx);
-            }
-        }
+        let dm = Table::inverse(&mm);
         let mut enc = Box::new([0u64; 1 << 14]);
         let mut dec = Box::new([0u64; 1 << 14]);
         for i in 0..1usize << 14 {
@@ -736,12 +731,7 @@ mod h3tile {
         if m.len() > 128 {
             return None;
         }
-        let mut dm = vec![[(0u8, 0u8); 8]; m.len()];
-        for (d, row) in dm.iter_mut().zip(&m) {
-            for (v, &(o, nx)) in row.iter().enumerate() {
-                d[o as usize] = (v as u8, nx);
-            }
-        }
+        let dm = Table::inverse(&m);
         let mut enc = Box::new([0u16; 1 << 16]);
         let mut dec = Box::new([0u16; 1 << 16]);
         for s0 in 0..m.len() {

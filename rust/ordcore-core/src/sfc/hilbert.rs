@@ -331,6 +331,20 @@ impl Table {
         m
     }
 
+    /// The decoding form of [`Table::machine`] `m`: for each state and each level's `D`
+    /// index bits, the level's coordinate bits and the next state.
+    pub(crate) fn inverse(m: &[Vec<(u8, u8)>]) -> Vec<Vec<(u8, u8)>> {
+        m.iter()
+            .map(|row| {
+                let mut d = vec![(0u8, 0u8); row.len()];
+                for (v, &(o, nx)) in row.iter().enumerate() {
+                    d[o as usize] = (v as u8, nx);
+                }
+                d
+            })
+            .collect()
+    }
+
     /// For [`Table::machine`]: the state from which `pad` levels of zero coordinates give
     /// index bits 0 and lead to the initial state, so that a width short of a multiple of
     /// a table's levels can start above the point; `None` if there is none.
