@@ -552,16 +552,12 @@ mod h2tile {
     }
 
     fn build() -> Option<Tiles> {
-        let mm = Table::get(2).machine();
-        if mm.len() != 4 {
+        // m[s][v] = (index bits, next state).
+        let m = Table::get(2).machine();
+        if m.len() != 4 {
             return None;
         }
-        // m[s][v] = (index bits, next state).
-        let mut m = [[(0u8, 0u8); 4]; 4];
-        for (d, row) in m.iter_mut().zip(&mm) {
-            d.copy_from_slice(row);
-        }
-        let dm = Table::inverse(&mm);
+        let dm = Table::inverse(&m);
         let mut enc = Box::new([0u64; 1 << 14]);
         let mut dec = Box::new([0u64; 1 << 14]);
         for i in 0..1usize << 14 {
@@ -585,7 +581,7 @@ mod h2tile {
         }
         let mut start = [0u32; 7];
         for (pad, st) in start.iter_mut().enumerate() {
-            *st = Table::padded_start(&mm, pad as u32)?;
+            *st = Table::padded_start(&m, pad as u32)?;
         }
         Some(Tiles { enc, dec, start })
     }
@@ -1845,22 +1841,15 @@ fn encode_chunk<U: Word, O: Word>(
             }
             _ => map2(src, out, H2E(nbits)),
         },
-        (Curve::Hilbert, _)
-            if step == MortonStep::Generic && h3tile::encodes(nbits, src.rows()) =>
-        {
-            match h3tile::tiles() {
-                Some(t) => h3tile::encode_chunk(t, src, out, nbits),
-                None => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
+        (Curve::Hilbert, _) => match h3tile::tiles() {
+            Some(t) if step == MortonStep::Generic && h3tile::encodes(nbits, src.rows()) => {
+                h3tile::encode_chunk(t, src, out, nbits)
             }
-        }
-        // Skilling's steps as in decoding.
-        (Curve::Hilbert, _) if nbits <= 8 => {
-            h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits, step)
-        }
-        (Curve::Hilbert, _) if nbits <= 16 => {
-            h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits, step)
-        }
-        (Curve::Hilbert, _) => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
+            // Skilling's steps as in decoding.
+            _ if nbits <= 8 => h3_encode_sk::<U, O, u8, u8, u8>(src, out, nbits, step),
+            _ if nbits <= 16 => h3_encode_sk::<U, O, u16, u8, u8>(src, out, nbits, step),
+            _ => h3_encode_sk::<U, O, u32, u16, u8>(src, out, nbits, step),
+        },
         (Curve::Morton { msb: true }, 2) => map2(src, out, M2E::<true>),
         (Curve::Morton { msb: false }, 2) => map2(src, out, M2E::<false>),
         // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 / 5),
@@ -1925,31 +1914,22 @@ fn decode_chunk<U: Word, O: Word>(
             }
             _ => put2(codes, &mut dst, H2D(nbits)),
         },
-        (Curve::Hilbert, _)
-            if step == MortonStep::Generic && h3tile::decodes(nbits, dst.rows()) =>
-        {
-            match h3tile::tiles() {
-                Some(t) => h3tile::decode_chunk(t, codes, &mut dst, nbits),
-                None => h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step),
+        (Curve::Hilbert, _) => match h3tile::tiles() {
+            Some(t) if step == MortonStep::Generic && h3tile::decodes(nbits, dst.rows()) => {
+                h3tile::decode_chunk(t, codes, &mut dst, nbits)
             }
-        }
-        // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
-        // below in narrower ones), the Morton de-interleave in lanes that hold the code.
-        (Curve::Hilbert, _) if nbits <= 5 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, step)
-        }
-        (Curve::Hilbert, _) if nbits <= 8 => {
-            h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, step)
-        }
-        (Curve::Hilbert, _) if nbits <= 10 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, step)
-        }
-        (Curve::Hilbert, _) if nbits <= 16 => {
-            h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, step)
-        }
-        (Curve::Hilbert, _) => {
-            h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step)
-        }
+            // Skilling's steps in the narrowest lanes that hold the coordinates (each tier
+            // below in narrower ones), the Morton de-interleave in lanes that hold the code.
+            _ if nbits <= 5 => h3_decode_sk::<U, O, u8, u8, u8, u16>(codes, &mut dst, nbits, step),
+            _ if nbits <= 8 => h3_decode_sk::<U, O, u8, u8, u8, u32>(codes, &mut dst, nbits, step),
+            _ if nbits <= 10 => {
+                h3_decode_sk::<U, O, u16, u8, u8, u32>(codes, &mut dst, nbits, step)
+            }
+            _ if nbits <= 16 => {
+                h3_decode_sk::<U, O, u16, u8, u8, u64>(codes, &mut dst, nbits, step)
+            }
+            _ => h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step),
+        },
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             put2(codes, &mut dst, M2D(s0, s1))

@@ -18,8 +18,8 @@
 //! [`Table`] enumerates the reachable states by running exactly that per-level logic and
 //! tabulates `L` levels per lookup (`L = 4` in 2-D: 4 KiB of `u16`; `L = 3` in 3-D: 48 KiB),
 //! for encoding and decoding; `serialize` uses them, and the portable kernel of
-//! [`super::fast`] builds its 2-D tiles (7 levels a lookup) from [`Table::level`] (the
-//! SIMD kernels run table-free forms of the same machine).
+//! [`super::fast`] builds its tiles (2-D: 7 levels a lookup; 3-D: 3) from the minimal
+//! machine, [`Table::machine`] (the SIMD kernels run table-free forms of the same machine).
 //! Other `D` run the branch-free generic loop ([`encode_point`], [`decode_point`]); tests
 //! check the two paths agree and that both match `hilbertcurve`.
 
