@@ -151,13 +151,22 @@ pub trait Word:
     /// Right shift (`s < BITS`).
     fn shr(self, s: u32) -> Self;
     /// The low `BITS / 2` bits moved to the even bits.
-    fn part1(self) -> Self;
+    #[inline(always)]
+    fn part1(self) -> Self {
+        self.part1s::<0>()
+    }
+    /// [`Word::part1`] shifted left by `S` (0 or 1), the shift applied to the input and
+    /// the masks, so that no shift follows the last step: LLVM turns a step's disjoint
+    /// `x | x << s` into `x * (1 + 2^s)` and a shift after it into one multiply by a
+    /// constant that is no `2^n + 1`, which SSE2 has no instruction for in 32-bit lanes
+    /// (two `pmuludq` and four shuffles); `x * (1 + 2^s)` alone is a shift and an add.
+    fn part1s<const S: u32>(self) -> Self;
     /// Inverse of [`Word::part1`].
     fn compact1(self) -> Self;
     /// The low `BITS / 3` bits moved to every third bit.
     #[inline(always)]
     fn part2(self) -> Self {
-        self.part2k::<5>()
+        self.part2k::<5, 0>()
     }
     /// Inverse of [`Word::part2`].
     #[inline(always)]
@@ -165,8 +174,9 @@ pub trait Word:
         self.compact2k::<5>()
     }
     /// [`Word::part2`] in at most `K` of its steps (those of the largest shifts left
-    /// out): exact for values below `2^nbits` where `K >= `[`steps2`]`(nbits)`.
-    fn part2k<const K: u32>(self) -> Self;
+    /// out), shifted left by `S` (0-2, as [`Word::part1s`]): exact for values below
+    /// `2^nbits` where `K >= `[`steps2`]`(nbits)` (bits shifted past the word are lost).
+    fn part2k<const K: u32, const S: u32>(self) -> Self;
     /// [`Word::compact2`] in at most `K` steps: exact for the spread of a value below
     /// `2^nbits` where `K >= `[`steps2`]`(nbits)` (other bits of the word may give
     /// meaningless results).
@@ -220,20 +230,21 @@ macro_rules! impl_word {
                 self.wrapping_shr(s)
             }
             #[inline(always)]
-            fn part1(self) -> Self {
+            fn part1s<const S: u32>(self) -> Self {
                 const H: u32 = <$t>::BITS / 2;
-                let mut x = self & (<$t>::MAX >> H);
+                let m = |c: u64| (c as $t).wrapping_shl(S);
+                let mut x = (self & (<$t>::MAX >> H)).wrapping_shl(S);
                 if H > 16 {
-                    x = (x | x.wrapping_shl(16)) & (0x0000_FFFF_0000_FFFF_u64 as $t);
+                    x = (x | x.wrapping_shl(16)) & m(0x0000_FFFF_0000_FFFF);
                 }
                 if H > 8 {
-                    x = (x | x.wrapping_shl(8)) & (0x00FF_00FF_00FF_00FF_u64 as $t);
+                    x = (x | x.wrapping_shl(8)) & m(0x00FF_00FF_00FF_00FF);
                 }
                 if H > 4 {
-                    x = (x | x.wrapping_shl(4)) & (0x0F0F_0F0F_0F0F_0F0F_u64 as $t);
+                    x = (x | x.wrapping_shl(4)) & m(0x0F0F_0F0F_0F0F_0F0F);
                 }
-                x = (x | x.wrapping_shl(2)) & (0x3333_3333_3333_3333_u64 as $t);
-                (x | x.wrapping_shl(1)) & (0x5555_5555_5555_5555_u64 as $t)
+                x = (x | x.wrapping_shl(2)) & m(0x3333_3333_3333_3333);
+                (x | x.wrapping_shl(1)) & m(0x5555_5555_5555_5555)
             }
             #[inline(always)]
             fn compact1(self) -> Self {
@@ -253,23 +264,24 @@ macro_rules! impl_word {
                 x
             }
             #[inline(always)]
-            fn part2k<const K: u32>(self) -> Self {
+            fn part2k<const K: u32, const S: u32>(self) -> Self {
                 const B: u32 = <$t>::BITS / 3;
-                let mut x = self & (<$t>::MAX >> (<$t>::BITS - B));
+                let m = |c: u64| (c as $t).wrapping_shl(S);
+                let mut x = (self & (<$t>::MAX >> (<$t>::BITS - B))).wrapping_shl(S);
                 if 2 * B > 32 && K >= 5 {
-                    x = (x | x.wrapping_shl(32)) & (0x001F_0000_0000_FFFF_u64 as $t);
+                    x = (x | x.wrapping_shl(32)) & m(0x001F_0000_0000_FFFF);
                 }
                 if 2 * B > 16 && K >= 4 {
-                    x = (x | x.wrapping_shl(16)) & (0x001F_0000_FF00_00FF_u64 as $t);
+                    x = (x | x.wrapping_shl(16)) & m(0x001F_0000_FF00_00FF);
                 }
                 if 2 * B > 8 && K >= 3 {
-                    x = (x | x.wrapping_shl(8)) & (0x100F_00F0_0F00_F00F_u64 as $t);
+                    x = (x | x.wrapping_shl(8)) & m(0x100F_00F0_0F00_F00F);
                 }
                 if 2 * B > 4 && K >= 2 {
-                    x = (x | x.wrapping_shl(4)) & (0x10C3_0C30_C30C_30C3_u64 as $t);
+                    x = (x | x.wrapping_shl(4)) & m(0x10C3_0C30_C30C_30C3);
                 }
                 if K >= 1 {
-                    x = (x | x.wrapping_shl(2)) & (0x1249_2492_4924_9249_u64 as $t);
+                    x = (x | x.wrapping_shl(2)) & m(0x1249_2492_4924_9249);
                 }
                 x
             }
@@ -298,7 +310,7 @@ macro_rules! impl_word {
             fn h2_enc(x: Self, y: Self, nbits: u32) -> Self {
                 const H: u32 = <$t>::BITS / 2;
                 let (i0, i1) = Self::h2_bits(x, y, nbits, H);
-                let h = (i1.part1() << 1) | i0.part1();
+                let h = i1.part1s::<1>() | i0.part1();
                 h.wrapping_shr(2 * (H - nbits))
             }
             #[inline(always)]
@@ -863,7 +875,7 @@ impl<U: Word, O: Word, const MSB: bool> F2<U, O> for M2E<MSB> {
     #[inline(always)]
     fn f(&self, a: U, b: U) -> O {
         let (a, b) = if MSB { (a, b) } else { (b, a) };
-        cast::<U, O>(a).part1().shl(1) | cast::<U, O>(b).part1()
+        cast::<U, O>(a).part1s::<1>() | cast::<U, O>(b).part1()
     }
 }
 /// Inverse of [`M2E`] (in lanes of `O::Wide2`).
@@ -887,9 +899,9 @@ impl<U: Word, O: Word, const K: u32, const MSB: bool> F3<U, O> for M3E<K, MSB> {
     #[inline(always)]
     fn f(&self, a: U, b: U, c: U) -> O {
         let (a, c) = if MSB { (a, c) } else { (c, a) };
-        cast::<U, O>(a).part2k::<K>().shl(2)
-            | cast::<U, O>(b).part2k::<K>().shl(1)
-            | cast::<U, O>(c).part2k::<K>()
+        cast::<U, O>(a).part2k::<K, 2>()
+            | cast::<U, O>(b).part2k::<K, 1>()
+            | cast::<U, O>(c).part2k::<K, 0>()
     }
 }
 /// [`M3E`] for either axis order.
@@ -1813,11 +1825,26 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
 #[inline(always)]
 fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
     let mut acc = U::default();
-    for (bi, cb) in codes.chunks(BLOCK).enumerate() {
-        for &c in cb {
-            acc = acc.or(c);
+    match dst {
+        Dst::Rows(o) => {
+            for (r, &c) in o.chunks_exact_mut(3).zip(codes) {
+                acc = acc.or(c);
+                let [a, b, d] = f.g(c);
+                r[0] = a;
+                r[1] = b;
+                r[2] = d;
+            }
         }
-        put3(cb, bi * BLOCK, dst, f);
+        Dst::Cols([x, y, z]) => {
+            let it = x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut());
+            for (((xo, yo), zo), &c) in it.zip(codes) {
+                acc = acc.or(c);
+                let [a, b, d] = f.g(c);
+                *xo = a;
+                *yo = b;
+                *zo = d;
+            }
+        }
     }
     acc
 }
@@ -4576,7 +4603,7 @@ fn hilbert2_split<U: Word, O: Word>(
         }
         let done = inter(ev.as_ptr(), od.as_ptr(), m, ob.as_mut_ptr());
         for j in done..m {
-            ob[j] = cast::<U, O>(od[j]).part1().shl(1) | cast::<U, O>(ev[j]).part1();
+            ob[j] = cast::<U, O>(od[j]).part1s::<1>() | cast::<U, O>(ev[j]).part1();
         }
     }
     acc
