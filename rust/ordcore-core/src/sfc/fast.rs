@@ -521,12 +521,19 @@ impl<U: Word, O: Word> G2<U, O> for H2D {
 }
 /// 2-D Hilbert coding seven levels a table lookup, for the portable kernel (whose lane
 /// code runs its prefix scans at 2-4 lanes a vector). The curve's machine has four states
-/// (the 8 of [`super::hilbert::Table`] merged where they act alike); each table is indexed
-/// by 14 input bits alone and packs the result for every state (16 bits each), so that
-/// the lookups of one point do not wait for one another, only the shift that picks the
-/// state's field does (hilbertsfc's tiling of its tables). A width that is no multiple of
-/// 7 starts above the point, in a state from which the missing levels of zero coordinates
-/// give index bits 0 and lead to the initial state.
+/// (the 8 of [`super::hilbert::Table`] merged where they act alike). Two layouts of a
+/// table: indexed by the state (at bit 14) and the 14 input bits, each entry the 14
+/// output bits below the next state, already at bit 14, so that one AND gives the next
+/// index's high part (hilbertsfc's 3-D layout); or indexed by the 14 input bits alone,
+/// packing the result for every state (16 bits each), so that the lookups of one point do
+/// not wait for one another, only the shift that picks the state's field does
+/// (hilbertsfc's 2-D layout). Decoding takes the first (nbits 17-21 2.30-2.45 against
+/// 2.99-3.18 ns a point), encoding too up to three steps (nbits 9-16 1.34-2.23 against
+/// 1.51-2.44) and the second from four (nbits 22-28 4.78-4.95 against 4.98-5.13, 29-32
+/// 6.04-6.07 against 6.87-6.88, a busier run; Rust harness, 1M points, minimum of four
+/// or five alternating runs). A width that is no multiple of 7 starts above the point,
+/// in a state from which the missing levels of zero coordinates give index bits 0 and
+/// lead to the initial state.
 mod h2tile {
     use super::*;
 
@@ -537,19 +544,24 @@ mod h2tile {
         nbits > 8
     }
 
-    /// The `nbits` the portable kernel decodes by the tiles: the codes wider than 32 bits
-    /// that three steps cover (nbits 20 3.6 -> 3.0 ns a point; at nbits 16, where the lane
-    /// code runs in 32-bit lanes, 2.2 against 2.8; at nbits 32 3.6 against 4.8).
+    /// The `nbits` the portable kernel decodes by the tiles: two to four steps, except
+    /// nbits 15-16, where the lane code runs in 32-bit lanes, and 28 (a tie). Rust harness,
+    /// 1M points, ns a point, tiles against lane code: nbits 9-14 1.28-1.39 against
+    /// 1.64-1.70; 15-16 2.97-3.08 against 2.35-2.38; 22-27 3.48-3.54 against 3.64-3.67;
+    /// 28 3.70 against 3.66; 29-32 6.36-6.39 against 5.19-5.21; nbits 8, in 16-bit lanes,
+    /// 1.59 against 0.84-1.03; at one step, nbits 1-7, 0.87-0.92 against 0.84-0.90 (the
+    /// figures at nbits 1-8, 15-16 and 29-32 from a busier run).
     pub(super) fn decodes(nbits: u32) -> bool {
-        (17..=21).contains(&nbits)
+        (9..=14).contains(&nbits) || (17..=27).contains(&nbits)
     }
 
     pub(super) struct Tiles {
-        /// `x7 << 7 | y7` -> for each state `s`, at bits `16 s`: the 14 index bits above the
-        /// next state (2 bits).
-        enc: Box<[u64; 1 << 14]>,
-        /// 14 index bits -> for each state: `x7 << 9 | y7 << 2 | next state`.
-        dec: Box<[u64; 1 << 14]>,
+        /// `s << 14 | x7 << 7 | y7` -> `next << 14 | h14`.
+        enc: Box<[u16; 1 << 16]>,
+        /// `x7 << 7 | y7` -> for each state `s`, at bits `16 s`: `h14 << 2 | next`.
+        enc_wide: Box<[u64; 1 << 14]>,
+        /// `s << 14 | h14` -> `next << 14 | x7 << 7 | y7`.
+        dec: Box<[u16; 1 << 16]>,
         /// Per number of missing levels (0-6): the state to start from (those levels give
         /// index bits 0, so a code needs no bits above its own).
         start: [u32; 7],
@@ -570,32 +582,39 @@ mod h2tile {
             return None;
         }
         let dm = Table::inverse(&m);
-        let mut enc = Box::new([0u64; 1 << 14]);
-        let mut dec = Box::new([0u64; 1 << 14]);
+        let mut enc = Box::new([0u16; 1 << 16]);
+        let mut enc_wide = Box::new([0u64; 1 << 14]);
+        let mut dec = Box::new([0u16; 1 << 16]);
         for i in 0..1usize << 14 {
             for s0 in 0..4 {
-                let (mut s, mut h) = (s0, 0u64);
-                let (mut x, mut y) = (0u64, 0u64);
+                let (mut s, mut h) = (s0, 0usize);
+                let (mut x, mut y) = (0usize, 0usize);
                 let mut t = s0;
                 for l in (0..7).rev() {
                     let v = ((i >> (7 + l)) & 1) << 1 | ((i >> l) & 1);
                     let (o, nx) = m[s][v];
-                    h = h << 2 | o as u64;
+                    h = h << 2 | o as usize;
                     s = nx as usize;
                     let (v, nx) = dm[t][(i >> (2 * l)) & 3];
-                    x = x << 1 | (v >> 1) as u64;
-                    y = y << 1 | (v & 1) as u64;
+                    x = x << 1 | (v >> 1) as usize;
+                    y = y << 1 | (v & 1) as usize;
                     t = nx as usize;
                 }
-                enc[i] |= (h << 2 | s as u64) << (16 * s0);
-                dec[i] |= (x << 9 | y << 2 | t as u64) << (16 * s0);
+                enc[s0 << 14 | i] = (s << 14 | h) as u16;
+                enc_wide[i] |= ((h << 2 | s) as u64) << (16 * s0);
+                dec[s0 << 14 | i] = (t << 14 | x << 7 | y) as u16;
             }
         }
         let mut start = [0u32; 7];
         for (pad, st) in start.iter_mut().enumerate() {
             *st = Table::padded_start(&m, pad as u32)?;
         }
-        Some(Tiles { enc, dec, start })
+        Some(Tiles {
+            enc,
+            enc_wide,
+            dec,
+            start,
+        })
     }
 
     /// Codes of one chunk of points of `nbits` bits; returns the OR of the input values.
@@ -611,16 +630,16 @@ mod h2tile {
         // The number of steps a constant, so that every shift but the state's is by a
         // constant (a shift by a variable is 2-3 instructions on x86-64 without BMI2).
         match g {
-            1 => map2(src, out, Enc::<1>(t, s)),
-            2 => map2(src, out, Enc::<2>(t, s)),
-            3 => map2(src, out, Enc::<3>(t, s)),
-            4 => map2(src, out, Enc::<4>(t, s)),
-            _ => map2(src, out, Enc::<5>(t, s)),
+            1 => map2(src, out, Enc::<1>(&t.enc, s << 14)),
+            2 => map2(src, out, Enc::<2>(&t.enc, s << 14)),
+            3 => map2(src, out, Enc::<3>(&t.enc, s << 14)),
+            4 => map2(src, out, EncWide::<4>(&t.enc_wide, s)),
+            _ => map2(src, out, EncWide::<5>(&t.enc_wide, s)),
         }
     }
 
-    /// Points of one chunk of codes of `nbits` bits ([`decodes`]: three steps); returns
-    /// the OR of the codes.
+    /// Points of one chunk of codes of `nbits` bits ([`decodes`]: two to four steps);
+    /// returns the OR of the codes.
     #[inline(always)]
     pub(super) fn decode_chunk<U: Word, O: Word>(
         t: &'static Tiles,
@@ -629,58 +648,72 @@ mod h2tile {
         nbits: u32,
     ) -> U {
         assert!(decodes(nbits));
-        put2(codes, dst, Dec::<3>(t, t.start[(21 - nbits) as usize]))
+        let g = nbits.div_ceil(7);
+        let s = t.start[(7 * g - nbits) as usize] << 14;
+        match g {
+            2 => put2(codes, dst, Dec::<2>(&t.dec, s)),
+            3 => put2(codes, dst, Dec::<3>(&t.dec, s)),
+            _ => put2(codes, dst, Dec::<4>(&t.dec, s)),
+        }
     }
 
-    /// Encoding in `G` steps from state `.1`.
+    /// The index of `(x, y)` in `G` steps from state `.1` (at bit 14) by [`Tiles::enc`]
+    /// (the table itself rather than the `Tiles`: through the `Tiles` the loop reloaded
+    /// the table's address after every store), each coordinate below `2^nbits` (the
+    /// missing levels read zeros and give zeros; a larger value gives a meaningless index
+    /// its caller discards).
     #[derive(Clone, Copy)]
-    struct Enc<const G: u32>(&'static Tiles, u32);
+    struct Enc<const G: u32>(&'static [u16; 1 << 16], u32);
     impl<U: Word, O: Word, const G: u32> F2<U, O> for Enc<G> {
         #[inline(always)]
         fn f(&self, a: U, b: U) -> O {
-            O::from_u64(self.0.encode::<G>(a.to_u64(), b.to_u64(), self.1))
-        }
-    }
-
-    /// Decoding in `G` steps from state `.1`.
-    #[derive(Clone, Copy)]
-    struct Dec<const G: u32>(&'static Tiles, u32);
-    impl<U: Word, O: Word, const G: u32> G2<U, O> for Dec<G> {
-        #[inline(always)]
-        fn g(&self, c: U) -> (O, O) {
-            let (x, y) = self.0.decode::<G>(c.to_u64(), self.1);
-            (O::from_u64(x), O::from_u64(y))
-        }
-    }
-
-    impl Tiles {
-        /// The index of `(x, y)` in `G` steps from state `s` ([`Tiles::start`]), each
-        /// coordinate below `2^nbits` (the missing levels read zeros and give zeros; a
-        /// larger value gives a meaningless index its caller discards).
-        #[inline(always)]
-        fn encode<const G: u32>(&self, x: u64, y: u64, mut s: u32) -> u64 {
-            let mut h = 0u64;
+            let (x, y) = (a.to_u64(), b.to_u64());
+            let (mut s, mut h) = (self.1, 0u64);
             for c in (0..G).rev() {
                 let i = ((x >> (7 * c)) & 127) << 7 | ((y >> (7 * c)) & 127);
-                let v = (self.enc[i as usize] >> (16 * s)) as u32;
+                let e = self.0[(s | i as u32) as u16 as usize] as u32;
+                h = h.wrapping_shl(14) | (e & 0x3fff) as u64;
+                s = e & !0x3fff;
+            }
+            O::from_u64(h)
+        }
+    }
+
+    /// [`Enc`] by [`Tiles::enc_wide`], from state `.1` (not shifted).
+    #[derive(Clone, Copy)]
+    struct EncWide<const G: u32>(&'static [u64; 1 << 14], u32);
+    impl<U: Word, O: Word, const G: u32> F2<U, O> for EncWide<G> {
+        #[inline(always)]
+        fn f(&self, a: U, b: U) -> O {
+            let (x, y) = (a.to_u64(), b.to_u64());
+            let (mut s, mut h) = (self.1, 0u64);
+            for c in (0..G).rev() {
+                let i = ((x >> (7 * c)) & 127) << 7 | ((y >> (7 * c)) & 127);
+                let v = (self.0[i as usize] >> (16 * s)) as u32;
                 h = h.wrapping_shl(14) | ((v >> 2) & 0x3fff) as u64;
                 s = v & 3;
             }
-            h
+            O::from_u64(h)
         }
+    }
 
-        /// The point of index `h` in `G` steps from state `s`, as for [`Tiles::encode`].
+    /// The point of an index in `G` steps from state `.1` (at bit 14) by [`Tiles::dec`],
+    /// as [`Enc`].
+    #[derive(Clone, Copy)]
+    struct Dec<const G: u32>(&'static [u16; 1 << 16], u32);
+    impl<U: Word, O: Word, const G: u32> G2<U, O> for Dec<G> {
         #[inline(always)]
-        fn decode<const G: u32>(&self, h: u64, mut s: u32) -> (u64, u64) {
-            let (mut x, mut y) = (0u64, 0u64);
+        fn g(&self, c: U) -> (O, O) {
+            let h = c.to_u64();
+            let (mut s, mut x, mut y) = (self.1, 0u64, 0u64);
             for c in (0..G).rev() {
-                let q = (h >> (14 * c)) & 0x3fff;
-                let v = (self.dec[q as usize] >> (16 * s)) as u32;
-                x = x << 7 | ((v >> 9) & 127) as u64;
-                y = y << 7 | ((v >> 2) & 127) as u64;
-                s = v & 3;
+                let q = ((h >> (14 * c)) & 0x3fff) as u32;
+                let e = self.0[(s | q) as u16 as usize] as u64;
+                x = x << 7 | ((e >> 7) & 127);
+                y = y << 7 | (e & 127);
+                s = (e as u32) & !0x3fff;
             }
-            (x, y)
+            (O::from_u64(x), O::from_u64(y))
         }
     }
 }
