@@ -633,8 +633,19 @@ mod h2tile {
             1 => map2(src, out, Enc::<1>(&t.enc, s << 14)),
             2 => map2(src, out, Enc::<2>(&t.enc, s << 14)),
             3 => map2(src, out, Enc::<3>(&t.enc, s << 14)),
-            4 => map2(src, out, EncWide::<4>(&t.enc_wide, s)),
-            _ => map2(src, out, EncWide::<5>(&t.enc_wide, s)),
+            // The start state a constant too (the first step's shift by one).
+            4 => match s {
+                0 => map2(src, out, EncWide::<4, 0>(&t.enc_wide)),
+                1 => map2(src, out, EncWide::<4, 1>(&t.enc_wide)),
+                2 => map2(src, out, EncWide::<4, 2>(&t.enc_wide)),
+                _ => map2(src, out, EncWide::<4, 3>(&t.enc_wide)),
+            },
+            _ => match s {
+                0 => map2(src, out, EncWide::<5, 0>(&t.enc_wide)),
+                1 => map2(src, out, EncWide::<5, 1>(&t.enc_wide)),
+                2 => map2(src, out, EncWide::<5, 2>(&t.enc_wide)),
+                _ => map2(src, out, EncWide::<5, 3>(&t.enc_wide)),
+            },
         }
     }
 
@@ -679,14 +690,14 @@ mod h2tile {
         }
     }
 
-    /// [`Enc`] by [`Tiles::enc_wide`], from state `.1` (not shifted).
+    /// [`Enc`] by [`Tiles::enc_wide`], from state `S`.
     #[derive(Clone, Copy)]
-    struct EncWide<const G: u32>(&'static [u64; 1 << 14], u32);
-    impl<U: Word, O: Word, const G: u32> F2<U, O> for EncWide<G> {
+    struct EncWide<const G: u32, const S: u32>(&'static [u64; 1 << 14]);
+    impl<U: Word, O: Word, const G: u32, const S: u32> F2<U, O> for EncWide<G, S> {
         #[inline(always)]
         fn f(&self, a: U, b: U) -> O {
             let (x, y) = (a.to_u64(), b.to_u64());
-            let (mut s, mut h) = (self.1, 0u64);
+            let (mut s, mut h) = (S, 0u64);
             for c in (0..G).rev() {
                 let i = ((x >> (7 * c)) & 127) << 7 | ((y >> (7 * c)) & 127);
                 let v = (self.0[i as usize] >> (16 * s)) as u32;
