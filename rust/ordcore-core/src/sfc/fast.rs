@@ -627,8 +627,9 @@ mod h2tile {
     ) -> U {
         let g = nbits.div_ceil(7);
         let s = t.start[(7 * g - nbits) as usize];
-        // The number of steps a constant, so that every shift but the state's is by a
-        // constant (a shift by a variable is 2-3 instructions on x86-64 without BMI2).
+        // The number of steps a constant, so that the shifts are by constants (a shift by
+        // a variable is 2-3 instructions on x86-64 without BMI2), except the packed
+        // table's shift by the state after its first step.
         match g {
             1 => map2(src, out, Enc::<1>(&t.enc, s << 14)),
             2 => map2(src, out, Enc::<2>(&t.enc, s << 14)),
@@ -1055,13 +1056,16 @@ fn put2<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G2<U, O>) -
     acc
 }
 
-/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`.
+/// Writes `f(v)` (three coordinates) for each `v` of a block, starting at row `r0`;
+/// returns the OR of the values (in the same pass, for the callers' range checks).
 #[inline(always)]
-fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) {
+fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G3<V, O>) -> V {
     let n = vals.len();
+    let mut acc = V::default();
     match dst {
         Dst::Rows(o) => {
             for (r, &v) in o[3 * r0..3 * (r0 + n)].chunks_exact_mut(3).zip(vals) {
+                acc = acc.or(v);
                 let [a, b, c] = f.g(v);
                 r[0] = a;
                 r[1] = b;
@@ -1074,6 +1078,7 @@ fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G
                 .zip(y[r0..r0 + n].iter_mut())
                 .zip(z[r0..r0 + n].iter_mut());
             for (((xo, yo), zo), &v) in it.zip(vals) {
+                acc = acc.or(v);
                 let [a, b, c] = f.g(v);
                 *xo = a;
                 *yo = b;
@@ -1081,6 +1086,7 @@ fn put3<V: Word, O: Word>(vals: &[V], r0: usize, dst: &mut Dst<'_, O>, f: impl G
             }
         }
     }
+    acc
 }
 
 /// Skilling's transpose-to-axes step in lanes of `L` ("Programming the Hilbert curve", AIP
@@ -1868,29 +1874,7 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
 /// 3-D Morton coordinates of one chunk of codes; returns the OR of the codes.
 #[inline(always)]
 fn m3_decode<U: Word, O: Word>(codes: &[U], dst: &mut Dst<'_, O>, f: impl G3<U, O>) -> U {
-    let mut acc = U::default();
-    match dst {
-        Dst::Rows(o) => {
-            for (r, &c) in o.chunks_exact_mut(3).zip(codes) {
-                acc = acc.or(c);
-                let [a, b, d] = f.g(c);
-                r[0] = a;
-                r[1] = b;
-                r[2] = d;
-            }
-        }
-        Dst::Cols([x, y, z]) => {
-            let it = x.iter_mut().zip(y.iter_mut()).zip(z.iter_mut());
-            for (((xo, yo), zo), &c) in it.zip(codes) {
-                acc = acc.or(c);
-                let [a, b, d] = f.g(c);
-                *xo = a;
-                *yo = b;
-                *zo = d;
-            }
-        }
-    }
-    acc
+    put3(codes, 0, dst, f)
 }
 
 /// Codes of one chunk; returns the OR of every input value. `step`: the 3-D Hilbert
