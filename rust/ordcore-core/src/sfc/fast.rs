@@ -661,11 +661,13 @@ mod h2tile {
     ) -> U {
         assert!(decodes(nbits));
         let g = nbits.div_ceil(7);
-        let s = t.start[(7 * g - nbits) as usize] << 14;
+        let s = (t.start[(7 * g - nbits) as usize] << 14) as usize;
+        let top: &'static [u16; 1 << 14] = t.dec[s..s + (1 << 14)].try_into().expect("2^14");
+        let s = s as u64;
         match g {
-            2 => put2(codes, dst, Dec::<2>(&t.dec, s)),
-            3 => put2(codes, dst, Dec::<3>(&t.dec, s)),
-            _ => put2(codes, dst, Dec::<4>(&t.dec, s)),
+            2 => put2(codes, dst, Dec::<2>(top, &t.dec, s)),
+            3 => put2(codes, dst, Dec::<3>(top, &t.dec, s)),
+            _ => put2(codes, dst, Dec::<4>(top, &t.dec, s)),
         }
     }
 
@@ -709,21 +711,27 @@ mod h2tile {
         }
     }
 
-    /// The point of an index in `G` steps from state `.1` (at bit 14) by [`Tiles::dec`],
-    /// as [`Enc`].
+    /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`) from state `.2` (at
+    /// bit 14), as [`Enc`]; the first step by `.0`, the table's entries for that state,
+    /// up to three steps ([`super::h3tile`] says why).
     #[derive(Clone, Copy)]
-    struct Dec<const G: u32>(&'static [u16; 1 << 16], u32);
+    struct Dec<const G: u32>(&'static [u16; 1 << 14], &'static [u16; 1 << 16], u64);
     impl<U: Word, O: Word, const G: u32> G2<U, O> for Dec<G> {
         #[inline(always)]
         fn g(&self, c: U) -> (O, O) {
             let h = c.to_u64();
-            let (mut s, mut x, mut y) = (self.1, 0u64, 0u64);
-            for c in (0..G).rev() {
-                let q = ((h >> (14 * c)) & 0x3fff) as u32;
-                let e = self.0[(s | q) as u16 as usize] as u64;
+            let (mut s, mut x, mut y, g) = if G <= 3 {
+                let e = self.0[((h >> (14 * (G - 1))) & 0x3fff) as usize] as u64;
+                (e & !0x3fff, (e >> 7) & 127, e & 127, G - 1)
+            } else {
+                (self.2, 0, 0, G)
+            };
+            for c in (0..g).rev() {
+                let q = (h >> (14 * c)) & 0x3fff;
+                let e = self.1[(s | q) as u16 as usize] as u64;
                 x = x << 7 | ((e >> 7) & 127);
                 y = y << 7 | (e & 127);
-                s = (e as u32) & !0x3fff;
+                s = e & !0x3fff;
             }
             (O::from_u64(x), O::from_u64(y))
         }
@@ -736,10 +744,13 @@ mod h2tile {
 /// bits 9 and up) and the level's nine input bits, and holds the nine output bits below
 /// the next state, already at bit 9, so that one AND gives the next index's high part
 /// (the layout of hilbertsfc's 3-bit tables; 24 KiB, in L1). Decoding moves a level's
-/// coordinate bits into three 21-bit fields of one word by a second, 4 KiB table and one
+/// coordinate bits into three fields of one word by a second table (up to 4 KiB) and one
 /// shift a level: 4.9 against 6.3 ns a point at nbits 21 for three shifts and masks, 5.4
 /// for a table from the entry's index (120 KiB with the states', past L1), 5.6 for a
-/// multiply. A width that is no multiple of 3 starts above the point, as [`h2tile`] does.
+/// multiply. The fields are the narrowest that hold the coordinates (8, 16 or 21 bits),
+/// so that storing a coordinate needs no mask: with the first step's table below, nbits
+/// 6 / 8 1.21 / 1.77 -> 1.01 / 1.57 ns a point (Rust harness, 1M points). A width that
+/// is no multiple of 3 starts above the point, as [`h2tile`] does.
 mod h3tile {
     use super::*;
 
@@ -752,12 +763,13 @@ mod h3tile {
         rows || nbits > 10
     }
 
-    /// Whether the portable kernel decodes by the tiles: rows always, separate arrays at
-    /// nbits 6 and from 9 (the lane code's narrow tiers win at nbits 1-5 and 7-8: nbits
-    /// 3 / 8 0.77 / 1.79 ns a point against 0.75-0.99 / 1.76-1.93; nbits 6 / 12 / 21
-    /// 1.58 / 4.5-5.9 / 9.3 against 1.25-1.46 / 2.4-2.8 / 4.8).
+    /// Whether the portable kernel decodes by the tiles: rows always, separate arrays
+    /// from nbits 6 (the lane code's narrow tiers win at nbits 1-5: nbits 3 / 5 0.99 /
+    /// 1.24 ns a point against 1.19 / 1.28; tiles at nbits 7 / 8 2.12 / 2.10 against
+    /// 2.20 / 2.36; nbits 6 / 12 / 21 1.58 / 4.5-5.9 / 9.3 against 1.25-1.46 / 2.4-2.8 /
+    /// 4.8 for the lane code, an older build).
     pub(super) fn decodes(nbits: u32, rows: bool) -> bool {
-        rows || nbits == 6 || nbits > 8
+        rows || nbits >= 6
     }
 
     pub(super) struct Tiles {
@@ -765,8 +777,12 @@ mod h3tile {
         enc: Box<[u16; 1 << 16]>,
         /// `s << 9 | h9` -> `next << 9 | x3 << 6 | y3 << 3 | z3`.
         dec: Box<[u16; 1 << 16]>,
+        /// `x3 << 6 | y3 << 3 | z3` -> `x3 << 16 | y3 << 8 | z3` (nbits <= 8).
+        put8: Box<[u32; 512]>,
+        /// `x3 << 6 | y3 << 3 | z3` -> `x3 << 32 | y3 << 16 | z3` (nbits <= 16).
+        put16: Box<[u64; 512]>,
         /// `x3 << 6 | y3 << 3 | z3` -> `x3 << 42 | y3 << 21 | z3`.
-        put: Box<[u64; 512]>,
+        put21: Box<[u64; 512]>,
         /// Per number of missing levels (0-2): the state to start from, at bit 9.
         start: [u32; 3],
     }
@@ -810,17 +826,31 @@ mod h3tile {
         for (pad, st) in start.iter_mut().enumerate() {
             *st = Table::padded_start(&m, pad as u32)? << 9;
         }
-        let mut put = Box::new([0u64; 512]);
-        for (i, e) in put.iter_mut().enumerate() {
-            let i = i as u64;
-            *e = (i >> 6 & 7) << 42 | (i >> 3 & 7) << 21 | (i & 7);
-        }
         Some(Tiles {
             enc,
             dec,
-            put,
+            put8: put_table::<_, 8>(),
+            put16: put_table::<_, 16>(),
+            put21: put_table::<_, 21>(),
             start,
         })
+    }
+
+    /// A `put` table of `F`-bit fields ([`Tiles::put8`] ...).
+    fn put_table<A: Word, const F: u32>() -> Box<[A; 512]> {
+        let mut put = Box::new([A::default(); 512]);
+        for (i, e) in put.iter_mut().enumerate() {
+            let i = i as u64;
+            *e = A::from_u64((i >> 6 & 7) << (2 * F) | (i >> 3 & 7) << F | (i & 7));
+        }
+        put
+    }
+
+    /// The 512 entries of [`Tiles::dec`] for state `s` (at bit 9): the first step's
+    /// table, indexed without the state.
+    fn top(t: &'static [u16; 1 << 16], s: u32) -> &'static [u16; 512] {
+        let s = s as usize;
+        t[s..s + 512].try_into().expect("512 entries")
     }
 
     /// Codes of one chunk of points of `nbits` bits; returns the OR of the input values.
@@ -855,14 +885,18 @@ mod h3tile {
     ) -> U {
         let g = nbits.div_ceil(3);
         let s = t.start[(3 * g - nbits) as usize];
+        let (top, d) = (top(&t.dec, s), &*t.dec);
+        // The narrowest fields that hold the coordinates: bytes and 16-bit words are
+        // stored without a mask (and the byte at bit 8 by x86's `mov %bh`).
         match g {
-            1 => m3_decode(codes, dst, Dec::<1>(&t.dec, &t.put, s)),
-            2 => m3_decode(codes, dst, Dec::<2>(&t.dec, &t.put, s)),
-            3 => m3_decode(codes, dst, Dec::<3>(&t.dec, &t.put, s)),
-            4 => m3_decode(codes, dst, Dec::<4>(&t.dec, &t.put, s)),
-            5 => m3_decode(codes, dst, Dec::<5>(&t.dec, &t.put, s)),
-            6 => m3_decode(codes, dst, Dec::<6>(&t.dec, &t.put, s)),
-            _ => m3_decode(codes, dst, Dec::<7>(&t.dec, &t.put, s)),
+            1 => m3_decode(codes, dst, Dec::<1, 8, _>(top, d, &t.put8, s)),
+            2 => m3_decode(codes, dst, Dec::<2, 8, _>(top, d, &t.put8, s)),
+            3 if nbits <= 8 => m3_decode(codes, dst, Dec::<3, 8, _>(top, d, &t.put8, s)),
+            3 => m3_decode(codes, dst, Dec::<3, 16, _>(top, d, &t.put16, s)),
+            4 => m3_decode(codes, dst, Dec::<4, 16, _>(top, d, &t.put16, s)),
+            5 => m3_decode(codes, dst, Dec::<5, 16, _>(top, d, &t.put16, s)),
+            6 => m3_decode(codes, dst, Dec::<6, 21, _>(top, d, &t.put21, s)),
+            _ => m3_decode(codes, dst, Dec::<7, 21, _>(top, d, &t.put21, s)),
         }
     }
 
@@ -886,27 +920,38 @@ mod h3tile {
         }
     }
 
-    /// Decoding in `G` steps from state `.2` (at bit 9), by [`Tiles::dec`] and
-    /// [`Tiles::put`].
+    /// Decoding in `G` steps by [`Tiles::dec`] from state `.3` (at bit 9), the first
+    /// by `.0`, its entries for that state, into the `F`-bit fields of the `put` table
+    /// `.2` ([`Tiles::put8`] ...; `F >= nbits`).
     #[derive(Clone, Copy)]
-    struct Dec<const G: u32>(&'static [u16; 1 << 16], &'static [u64; 512], u32);
-    impl<U: Word, O: Word, const G: u32> G3<U, O> for Dec<G> {
+    struct Dec<const G: u32, const F: u32, A: 'static>(
+        &'static [u16; 512],
+        &'static [u16; 1 << 16],
+        &'static [A; 512],
+        u32,
+    );
+    impl<U: Word, O: Word, A: Word, const G: u32, const F: u32> G3<U, O> for Dec<G, F, A> {
         #[inline(always)]
         fn g(&self, c: U) -> [O; 3] {
             let h = c.to_u64();
-            let (mut s, mut a) = (self.2, 0u64);
-            for k in (0..G).rev() {
-                let i = (s | ((h >> (9 * k)) & 511) as u32) as u16 as usize;
-                let e = self.0[i] as usize;
-                a = a << 3 | self.1[e & 511];
-                s = (e & !511) as u32;
+            // The first step by `.0` saves an OR and a register; at nbits 6 1.51-1.61 ->
+            // 1.31 ns a point, at 7-9 a few percent. From four steps LLVM's code for it
+            // is slower: nbits 10 2.79 -> 3.04, 21 6.51 -> 7.10 (Rust harness, 1M points,
+            // minimum of alternating runs; the 2-D tiles alike: nbits 12-14 1.30-1.39 ->
+            // 1.19-1.27, 17-21 unchanged, 22-24 3.33-3.35 -> 3.48).
+            let (mut s, mut a, g) = if G <= 3 {
+                let e = self.0[((h >> (9 * (G - 1))) & 511) as usize] as u64;
+                (e & !511, self.2[(e & 511) as usize], G - 1)
+            } else {
+                (self.3 as u64, A::default(), G)
+            };
+            for k in (0..g).rev() {
+                let e = self.1[(s | ((h >> (9 * k)) & 511)) as u16 as usize] as u64;
+                a = a.shl(3).or(self.2[(e & 511) as usize]);
+                s = e & !511;
             }
-            let m = (1u64 << 21) - 1;
-            [
-                O::from_u64(a >> 42),
-                O::from_u64((a >> 21) & m),
-                O::from_u64(a & m),
-            ]
+            let m = A::from_u64((1 << F) - 1);
+            [cast(a.shr(2 * F)), cast(a.shr(F).and(m)), cast(a.and(m))]
         }
     }
 }
