@@ -755,12 +755,15 @@ mod h3tile {
     use super::*;
 
     /// Whether the portable kernel encodes by the tiles: rows always (its lane code
-    /// transposes them first), separate arrays from nbits 11 (below, the lane code runs
-    /// in 8- or 16-bit lanes and costs less: nbits 3 / 8 / 10 0.71 / 2.08 / 2.99 ns a point
-    /// against 0.84-0.92 / 2.35-2.72 / 3.2-3.9; nbits 12 / 16 / 21 4.9-6.2 / 6.0-6.7 / 10.2
-    /// against 3.3-3.4 / 5.2 / 6.2; Rust harness, 1M points).
+    /// transposes them first); separate arrays at nbits 3 and 6-8 ([`EncGet`]: 0.67 /
+    /// 1.26 / 1.79 / 1.80 ns a point against 0.75 / 1.62 / 1.76 / 1.89 for the lane code)
+    /// and from nbits 11. Elsewhere the lane code, in 8- or 16-bit lanes, costs less:
+    /// nbits 1 / 2 / 4 / 5 0.51 / 0.62 / 0.90 / 1.06 against 0.69 / 0.66 / 1.11 / 1.13,
+    /// nbits 10 2.99 against 3.2-3.9 (an older build); nbits 12 / 16 / 21 4.9-6.2 /
+    /// 6.0-6.7 / 10.2 for the lane code against 3.3-3.4 / 5.2 / 6.2 (Rust harness, 1M
+    /// points).
     pub(super) fn encodes(nbits: u32, rows: bool) -> bool {
-        rows || nbits > 10
+        rows || nbits == 3 || (6..=8).contains(&nbits) || nbits > 10
     }
 
     /// Whether the portable kernel decodes by the tiles: rows always, separate arrays
@@ -783,6 +786,9 @@ mod h3tile {
         put16: Box<[u64; 512]>,
         /// `x3 << 6 | y3 << 3 | z3` -> `x3 << 42 | y3 << 21 | z3`.
         put21: Box<[u64; 512]>,
+        /// Per axis, a coordinate of up to 8 bits -> its bits at their places in the
+        /// indices of the three steps (step `k` at bits `9 k`).
+        get: Box<[[u32; 256]; 3]>,
         /// Per number of missing levels (0-2): the state to start from, at bit 9.
         start: [u32; 3],
     }
@@ -832,6 +838,18 @@ mod h3tile {
             put8: put_table::<_, 8>(),
             put16: put_table::<_, 16>(),
             put21: put_table::<_, 21>(),
+            get: {
+                let mut g = Box::new([[0u32; 256]; 3]);
+                for (a, ga) in g.iter_mut().enumerate() {
+                    for (v, e) in ga.iter_mut().enumerate() {
+                        for l in 0..8 {
+                            *e |=
+                                ((v as u32 >> l) & 1) << (9 * (l / 3) + 3 * (2 - a as u32) + l % 3);
+                        }
+                    }
+                }
+                g
+            },
             start,
         })
     }
@@ -846,7 +864,7 @@ mod h3tile {
         put
     }
 
-    /// The 512 entries of [`Tiles::dec`] for state `s` (at bit 9): the first step's
+    /// The 512 entries of [`Tiles::dec`] or [`Tiles::enc`] for state `s` (at bit 9): the first step's
     /// table, indexed without the state.
     fn top(t: &'static [u16; 1 << 16], s: u32) -> &'static [u16; 512] {
         let s = s as usize;
@@ -863,6 +881,16 @@ mod h3tile {
     ) -> U {
         let g = nbits.div_ceil(3);
         let s = t.start[(3 * g - nbits) as usize];
+        // Up to 8 bits a coordinate: the steps' indices built by three lookups (rows:
+        // nbits 3 / 6 / 8 0.90 / 1.71 / 2.34 -> 0.76 / 1.22 / 1.78 ns a point).
+        if nbits <= 8 {
+            let (top, e) = (top(&t.enc, s), &*t.enc);
+            return match g {
+                1 => map3(src, out, EncGet::<1>(top, e, &t.get)),
+                2 => map3(src, out, EncGet::<2>(top, e, &t.get)),
+                _ => map3(src, out, EncGet::<3>(top, e, &t.get)),
+            };
+        }
         // A constant number of steps, as in [`h2tile`].
         match g {
             1 => map3(src, out, Enc::<1>(&t.enc, s)),
@@ -897,6 +925,34 @@ mod h3tile {
             5 => m3_decode(codes, dst, Dec::<5, 16, _>(top, d, &t.put16, s)),
             6 => m3_decode(codes, dst, Dec::<6, 21, _>(top, d, &t.put21, s)),
             _ => m3_decode(codes, dst, Dec::<7, 21, _>(top, d, &t.put21, s)),
+        }
+    }
+
+    /// Encoding of coordinates of up to 8 bits (`G <= 3`) by [`Tiles::enc`] (`.1`): the
+    /// three steps' indices are gathered by one lookup an axis in [`Tiles::get`] (`.2`)
+    /// rather than by shifts and masks of each coordinate, and the first step is taken
+    /// from `.0`, the table's entries for the start state. A coordinate of more bits
+    /// gives a meaningless index its caller discards (the range check).
+    #[derive(Clone, Copy)]
+    struct EncGet<const G: u32>(
+        &'static [u16; 512],
+        &'static [u16; 1 << 16],
+        &'static [[u32; 256]; 3],
+    );
+    impl<U: Word, O: Word, const G: u32> F3<U, O> for EncGet<G> {
+        #[inline(always)]
+        fn f(&self, a: U, b: U, c: U) -> O {
+            let w = self.2[0][(a.to_u64() & 255) as usize]
+                | self.2[1][(b.to_u64() & 255) as usize]
+                | self.2[2][(c.to_u64() & 255) as usize];
+            let e = self.0[((w >> (9 * (G - 1))) & 511) as usize] as u32;
+            let (mut s, mut h) = (e & !511, e & 511);
+            for k in (0..G - 1).rev() {
+                let e = self.1[(s | ((w >> (9 * k)) & 511)) as u16 as usize] as u32;
+                h = h << 9 | (e & 511);
+                s = e & !511;
+            }
+            O::from_u64(h as u64)
         }
     }
 
