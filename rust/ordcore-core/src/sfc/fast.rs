@@ -1050,6 +1050,47 @@ impl<U: Word, O: Word, const K: u32, const MSB: bool> F3<U, O> for M3E<K, MSB> {
             | cast::<U, O>(c).part2k::<K, 0>()
     }
 }
+/// [`Word::part2`] of every byte (256 entries of 24 bits), for [`M3L`].
+fn m3_spread() -> &'static [u32; 256] {
+    static T: OnceLock<Box<[u32; 256]>> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = Box::new([0u32; 256]);
+        for (v, e) in t.iter_mut().enumerate() {
+            *e = (v as u32).part2();
+        }
+        t
+    })
+}
+/// 3-D Morton encoding of coordinates of up to `8 K` bits by one lookup a byte in
+/// [`m3_spread`], coordinate 0 most significant (`MSB`) or least; for the portable kernel,
+/// whose spreads in 32- and 64-bit lanes cost more: separate arrays nbits 6-8 / 11-16 /
+/// 17-21 0.88-0.89 / 2.69 / 2.43 -> 0.69 / 1.48 / 2.24-2.25 ns a point, rows 1.02 / 2.66 /
+/// 3.20 -> 0.69 / 1.52 / 2.20; the spreads stay at nbits 1-5 (0.33-0.40 against 0.68
+/// for the lookups) and 9-10, in 16-bit lanes (1.00 against 1.37; Rust harness, 1M
+/// points, minimum of alternating runs). A coordinate of more bits gives a meaningless
+/// code its caller discards (the range check).
+#[derive(Clone, Copy)]
+struct M3L<const MSB: bool, const K: u32>(&'static [u32; 256]);
+impl<U: Word, O: Word, const MSB: bool, const K: u32> F3<U, O> for M3L<MSB, K> {
+    #[inline(always)]
+    fn f(&self, a: U, b: U, c: U) -> O {
+        let (a, c) = if MSB { (a, c) } else { (c, a) };
+        let t = |v: U| {
+            let v = v.to_u64();
+            let mut s = self.0[(v & 255) as usize] as u64;
+            for k in 1..K {
+                s |= (self.0[((v >> (8 * k)) & 255) as usize] as u64) << (24 * k);
+            }
+            s
+        };
+        if K == 1 {
+            let t = |v: U| self.0[(v.to_u64() & 255) as usize];
+            return O::from_u64(((t(a) << 1 | t(b)) << 1 | t(c)) as u64);
+        }
+        O::from_u64((t(a) << 1 | t(b)) << 1 | t(c))
+    }
+}
+
 /// [`M3E`] for either axis order.
 #[inline(always)]
 fn morton3_map<U: Word, O: Word, const K: u32>(src: Src<'_, U>, out: &mut [O], msb: bool) -> U {
@@ -2010,6 +2051,21 @@ fn encode_chunk<U: Word, O: Word>(
         (Curve::Morton { msb: false }, 2) => map2(src, out, M2E::<false>),
         // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 / 5),
         // in classes that keep the copies few.
+        // The portable kernel's spreads in 32- and 64-bit lanes (nbits 6-8, 11-21) cost
+        // more than byte lookups.
+        (Curve::Morton { msb }, _)
+            if step == MortonStep::Generic && ((6..=8).contains(&nbits) || nbits > 10) =>
+        {
+            let t = m3_spread();
+            match (msb, nbits.div_ceil(8)) {
+                (true, 1) => map3(src, out, M3L::<true, 1>(t)),
+                (true, 2) => map3(src, out, M3L::<true, 2>(t)),
+                (true, _) => map3(src, out, M3L::<true, 3>(t)),
+                (false, 1) => map3(src, out, M3L::<false, 1>(t)),
+                (false, 2) => map3(src, out, M3L::<false, 2>(t)),
+                (false, _) => map3(src, out, M3L::<false, 3>(t)),
+            }
+        }
         (Curve::Morton { msb }, _) => match steps2(nbits) {
             0..=2 => morton3_map::<U, O, 2>(src, out, msb),
             3 => morton3_map::<U, O, 3>(src, out, msb),
