@@ -1091,6 +1091,58 @@ impl<U: Word, O: Word, const MSB: bool, const K: u32> F3<U, O> for M3L<MSB, K> {
     }
 }
 
+/// Per code byte `k mod 3` (`k` from the lowest), each byte's bits at their places in
+/// 16- and 21-bit coordinate fields (coordinate 0 at `2 F`), for [`M3DL`].
+type Unspread = (Box<[[u64; 256]; 3]>, Box<[[u64; 256]; 3]>);
+fn m3_unspread() -> (&'static [[u64; 256]; 3], &'static [[u64; 256]; 3]) {
+    static T: OnceLock<Unspread> = OnceLock::new();
+    fn build(f: u32) -> Box<[[u64; 256]; 3]> {
+        let mut t = Box::new([[0u64; 256]; 3]);
+        for (r, tr) in t.iter_mut().enumerate() {
+            for (b, e) in tr.iter_mut().enumerate() {
+                for j in 0..8 {
+                    let p = 8 * r as u32 + j;
+                    *e |= ((b as u64 >> j) & 1) << ((p % 3) * f + p / 3);
+                }
+            }
+        }
+        t
+    }
+    let t = T.get_or_init(|| (build(16), build(21)));
+    (&t.0, &t.1)
+}
+/// 3-D Morton decoding of codes of `NB` bytes by one lookup a byte in [`m3_unspread`]'s
+/// `F`-bit fields (`F >= nbits`), coordinate 0 most significant (`MSB`) or least; for
+/// the portable kernel at nbits 9-21, whose de-interleave in 32- and 64-bit lanes costs
+/// more: separate arrays nbits 10 / 14 / 18-21 1.21 / 2.16 / 2.62-2.63 -> 1.10 / 1.43 /
+/// 1.91-1.92 ns a point, rows nbits 9-10 / 12-14 / 21 1.48 / 2.41-2.42 / 2.72 -> 1.13 /
+/// 1.37-1.38 / 1.85; at nbits 6-8 a tie, at 3 0.33 against 0.88 (Rust harness, 1M points,
+/// minimum of alternating runs). A code of more bits gives meaningless coordinates its
+/// caller discards (the range check).
+#[derive(Clone, Copy)]
+struct M3DL<const MSB: bool, const F: u32, const NB: u32>(&'static [[u64; 256]; 3]);
+impl<U: Word, O: Word, const MSB: bool, const F: u32, const NB: u32> G3<U, O> for M3DL<MSB, F, NB> {
+    #[inline(always)]
+    fn g(&self, c: U) -> [O; 3] {
+        let c = c.to_u64();
+        let mut a = 0u64;
+        for k in 0..NB {
+            a |= self.0[(k % 3) as usize][((c >> (8 * k)) & 255) as usize] << (8 * (k / 3));
+        }
+        let m = (1u64 << F) - 1;
+        let (x, y, z) = (
+            O::from_u64(a >> (2 * F)),
+            O::from_u64((a >> F) & m),
+            O::from_u64(a & m),
+        );
+        if MSB {
+            [x, y, z]
+        } else {
+            [z, y, x]
+        }
+    }
+}
+
 /// [`M3E`] for either axis order.
 #[inline(always)]
 fn morton3_map<U: Word, O: Word, const K: u32>(src: Src<'_, U>, out: &mut [O], msb: bool) -> U {
@@ -2145,6 +2197,23 @@ fn decode_chunk<U: Word, O: Word>(
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             put2(codes, &mut dst, M2D(s0, s1))
+        }
+        // The portable kernel's de-interleave in 32- and 64-bit lanes (nbits 9-21)
+        // costs more than byte lookups.
+        (Curve::Morton { msb }, _) if step == MortonStep::Generic && nbits > 8 => {
+            let (t16, t21) = m3_unspread();
+            match (msb, nbits) {
+                (true, 9..=10) => m3_decode(codes, &mut dst, M3DL::<true, 16, 4>(t16)),
+                (true, 11..=13) => m3_decode(codes, &mut dst, M3DL::<true, 16, 5>(t16)),
+                (true, 14..=16) => m3_decode(codes, &mut dst, M3DL::<true, 16, 6>(t16)),
+                (true, 17..=18) => m3_decode(codes, &mut dst, M3DL::<true, 21, 7>(t21)),
+                (true, _) => m3_decode(codes, &mut dst, M3DL::<true, 21, 8>(t21)),
+                (false, 9..=10) => m3_decode(codes, &mut dst, M3DL::<false, 16, 4>(t16)),
+                (false, 11..=13) => m3_decode(codes, &mut dst, M3DL::<false, 16, 5>(t16)),
+                (false, 14..=16) => m3_decode(codes, &mut dst, M3DL::<false, 16, 6>(t16)),
+                (false, 17..=18) => m3_decode(codes, &mut dst, M3DL::<false, 21, 7>(t21)),
+                (false, _) => m3_decode(codes, &mut dst, M3DL::<false, 21, 8>(t21)),
+            }
         }
         (Curve::Morton { msb }, _) => {
             let (s0, s2) = if msb { (2, 0) } else { (0, 2) };
