@@ -1143,6 +1143,45 @@ impl<U: Word, O: Word, const MSB: bool, const F: u32, const NB: u32> G3<U, O> fo
     }
 }
 
+/// Each byte's even bits at bits 0-3 and odd bits at 32-35 (2 KiB), for [`M2DL`].
+fn m2_unspread() -> &'static [u64; 256] {
+    static T: OnceLock<Box<[u64; 256]>> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = Box::new([0u64; 256]);
+        for (b, e) in t.iter_mut().enumerate() {
+            for j in 0..8u32 {
+                *e |= ((b as u64 >> j) & 1) << ((j % 2) * 32 + j / 2);
+            }
+        }
+        t
+    })
+}
+/// 2-D Morton decoding of codes of `NB` bytes by one lookup a byte in [`m2_unspread`],
+/// coordinate 0 at the odd bits (`MSB`) or the even ones; for the portable kernel at
+/// nbits 17-24, whose de-interleave in 64-bit lanes costs more: separate arrays nbits
+/// 17-20 / 21-24 1.78 -> 1.39 / 1.64 ns a point, rows nbits 20 / 24 1.69-1.70 -> 1.21 /
+/// 1.46; at nbits 16 / 25-32 the lanes are faster (0.79 / 1.78 against 0.99 / 1.89-2.10;
+/// Rust harness, 1M points, minimum of alternating runs). A code of more bits gives
+/// meaningless coordinates its caller discards (the range check).
+#[derive(Clone, Copy)]
+struct M2DL<const MSB: bool, const NB: u32>(&'static [u64; 256]);
+impl<U: Word, O: Word, const MSB: bool, const NB: u32> G2<U, O> for M2DL<MSB, NB> {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let c = c.to_u64();
+        let mut a = 0u64;
+        for k in 0..NB {
+            a |= self.0[((c >> (8 * k)) & 255) as usize] << (4 * k);
+        }
+        let (x, y) = (O::from_u64(a >> 32), O::from_u64(a & 0xffff_ffff));
+        if MSB {
+            (x, y)
+        } else {
+            (y, x)
+        }
+    }
+}
+
 /// [`M3E`] for either axis order.
 #[inline(always)]
 fn morton3_map<U: Word, O: Word, const K: u32>(src: Src<'_, U>, out: &mut [O], msb: bool) -> U {
@@ -2194,6 +2233,17 @@ fn decode_chunk<U: Word, O: Word>(
             }
             _ => h3_decode_sk::<U, O, u32, u16, u8, u64>(codes, &mut dst, nbits, step),
         },
+        // The portable kernel's de-interleave in 64-bit lanes (nbits 17-24) costs more
+        // than byte lookups.
+        (Curve::Morton { msb }, 2) if step == MortonStep::Generic && (17..=24).contains(&nbits) => {
+            let t = m2_unspread();
+            match (msb, nbits) {
+                (true, 17..=20) => put2(codes, &mut dst, M2DL::<true, 5>(t)),
+                (true, _) => put2(codes, &mut dst, M2DL::<true, 6>(t)),
+                (false, 17..=20) => put2(codes, &mut dst, M2DL::<false, 5>(t)),
+                (false, _) => put2(codes, &mut dst, M2DL::<false, 6>(t)),
+            }
+        }
         (Curve::Morton { msb }, 2) => {
             let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
             put2(codes, &mut dst, M2D(s0, s1))
