@@ -864,8 +864,8 @@ mod h3tile {
         put
     }
 
-    /// The 512 entries of [`Tiles::dec`] or [`Tiles::enc`] for state `s` (at bit 9): the first step's
-    /// table, indexed without the state.
+    /// The 512 entries of [`Tiles::dec`] or [`Tiles::enc`] for state `s` (at bit 9):
+    /// the first step's table, indexed without the state.
     fn top(t: &'static [u16; 1 << 16], s: u32) -> &'static [u16; 512] {
         let s = s as usize;
         t[s..s + 512].try_into().expect("512 entries")
