@@ -767,12 +767,11 @@ mod h3tile {
     }
 
     /// Whether the portable kernel decodes by the tiles: rows always, separate arrays
-    /// from nbits 6 (the lane code's narrow tiers win at nbits 1-5: nbits 3 / 5 0.99 /
-    /// 1.24 ns a point against 1.19 / 1.28; tiles at nbits 7 / 8 2.12 / 2.10 against
-    /// 2.20 / 2.36; nbits 6 / 12 / 21 1.58 / 4.5-5.9 / 9.3 against 1.25-1.46 / 2.4-2.8 /
-    /// 4.8 for the lane code, an older build).
+    /// from nbits 3 ([`dec_cols`]: nbits 3 / 4 / 5 1.09 / 1.27 / 1.32 ns a point
+    /// against 1.31 / 1.54 / 1.63 for the lane code, which wins at nbits 2: 0.56 against
+    /// 0.85; Rust harness, 1M points, minimum of alternating runs).
     pub(super) fn decodes(nbits: u32, rows: bool) -> bool {
-        rows || nbits >= 6
+        rows || nbits >= 3
     }
 
     pub(super) struct Tiles {
@@ -914,8 +913,22 @@ mod h3tile {
         let g = nbits.div_ceil(3);
         let s = t.start[(3 * g - nbits) as usize];
         let (top, d) = (top(&t.dec, s), &*t.dec);
-        // The narrowest fields that hold the coordinates: bytes and 16-bit words are
-        // stored without a mask (and the byte at bit 8 by x86's `mov %bh`).
+        // Separate arrays: the table entries first, then their fields in vector lanes.
+        if let Dst::Cols([x, y, z]) = dst {
+            let xyz = [&mut **x, &mut **y, &mut **z];
+            return match g {
+                1 => dec_cols::<U, O, u16, 1>(top, d, s, codes, xyz),
+                2 => dec_cols::<U, O, u16, 2>(top, d, s, codes, xyz),
+                3 => dec_cols::<U, O, u16, 3>(top, d, s, codes, xyz),
+                4 => dec_cols::<U, O, u16, 4>(top, d, s, codes, xyz),
+                5 => dec_cols::<U, O, u16, 5>(top, d, s, codes, xyz),
+                6 if nbits <= 16 => dec_cols::<U, O, u16, 6>(top, d, s, codes, xyz),
+                6 => dec_cols::<U, O, u32, 6>(top, d, s, codes, xyz),
+                _ => dec_cols::<U, O, u32, 7>(top, d, s, codes, xyz),
+            };
+        }
+        // Rows: the narrowest fields that hold the coordinates; bytes and 16-bit words
+        // are stored without a mask (and the byte at bit 8 by x86's `mov %bh`).
         match g {
             1 => m3_decode(codes, dst, Dec::<1, 8, _>(top, d, &t.put8, s)),
             2 => m3_decode(codes, dst, Dec::<2, 8, _>(top, d, &t.put8, s)),
@@ -926,6 +939,67 @@ mod h3tile {
             6 => m3_decode(codes, dst, Dec::<6, 21, _>(top, d, &t.put21, s)),
             _ => m3_decode(codes, dst, Dec::<7, 21, _>(top, d, &t.put21, s)),
         }
+    }
+
+    /// Decoding of separate arrays in `G` steps from state `s` (at bit 9; the first step
+    /// by `top`, its entries, where `G <= 3`, as in [`Dec`]), in two passes a block of
+    /// [`BLOCK`] codes: the steps' [`Tiles::dec`] entries, as looked up, into a buffer a
+    /// step; then each coordinate's 3-bit fields out of them, in lanes of `L` (`u16` up
+    /// to nbits 16, else `u32`), which vectorize (SSE2: 8 or 4 points an instruction)
+    /// where one point at a time took a `put` lookup a step and a store a coordinate.
+    /// Rust harness, 1M points, ns a point, minimum of alternating runs, old -> new:
+    /// nbits 6 1.56 -> 1.37, 8 2.52 -> 2.04, 10 3.30 -> 2.51, 14 4.54 -> 3.60, 16 6.17
+    /// -> 4.41, 18 6.21 -> 5.38, 21 7.54 -> 6.47. Values of `L` that wrap above a
+    /// coordinate's `nbits` bits come only from codes the caller rejects (the range
+    /// check on the returned OR).
+    #[inline(always)]
+    fn dec_cols<U: Word, O: Word, L: Word, const G: usize>(
+        top: &'static [u16; 512],
+        dec: &'static [u16; 1 << 16],
+        s: u32,
+        codes: &[U],
+        [x, y, z]: [&mut [O]; 3],
+    ) -> U {
+        let mut acc = U::default();
+        let mut buf = [[0u16; BLOCK]; G];
+        for (bi, cb) in codes.chunks(BLOCK).enumerate() {
+            let r0 = bi * BLOCK;
+            let n = cb.len();
+            for (j, &c) in cb.iter().enumerate() {
+                acc = acc.or(c);
+                let h = c.to_u64();
+                let (mut st, k0) = if G <= 3 {
+                    let e = top[((h >> (9 * (G - 1))) & 511) as usize];
+                    buf[0][j % BLOCK] = e;
+                    ((e & !511) as usize, 1)
+                } else {
+                    (s as usize, 0)
+                };
+                for k in k0..G {
+                    let e = dec[(st | ((h >> (9 * (G - 1 - k))) & 511) as usize) & 0xffff];
+                    buf[k][j % BLOCK] = e;
+                    st = (e & !511) as usize;
+                }
+            }
+            let it = x[r0..r0 + n]
+                .iter_mut()
+                .zip(y[r0..r0 + n].iter_mut())
+                .zip(z[r0..r0 + n].iter_mut());
+            for (j, ((xo, yo), zo)) in it.enumerate() {
+                let (mut a, mut b, mut c) = (L::default(), L::default(), L::default());
+                let seven = L::from_u64(7);
+                for bk in &buf {
+                    let e = L::from_u64(bk[j % BLOCK] as u64);
+                    a = a.shl(3).or(e.shr(6).and(seven));
+                    b = b.shl(3).or(e.shr(3).and(seven));
+                    c = c.shl(3).or(e.and(seven));
+                }
+                *xo = cast(a);
+                *yo = cast(b);
+                *zo = cast(c);
+            }
+        }
+        acc
     }
 
     /// Encoding of coordinates of up to 8 bits (`G <= 3`) by [`Tiles::enc`] (`.1`): the
