@@ -1098,17 +1098,21 @@ impl<U: Word, O: Word, const MSB: bool> F2<U, O> for M2E<MSB> {
         cast::<U, O>(a).part1s::<1>() | cast::<U, O>(b).part1()
     }
 }
-/// Inverse of [`M2E`] (in lanes of `O::Wide2`).
+/// Inverse of [`M2E`] (in lanes of `O::Wide2`). `NARROW` (`2 * nbits + 2 <=` the lanes'
+/// bits): the lanes' top two bits are dropped first, so that each coordinate is known to have a clear top
+/// bit and the narrowing to `O` is a signed pack (SSE2 `packssdw`: 2-D nbits 9-15 into
+/// `uint16`) rather than shuffles.
 #[derive(Clone, Copy)]
-struct M2D(u32, u32);
-impl<U: Word, O: Word> G2<U, O> for M2D {
+struct M2D<const MSB: bool, const NARROW: bool>;
+impl<U: Word, O: Word, const MSB: bool, const NARROW: bool> G2<U, O> for M2D<MSB, NARROW> {
     #[inline(always)]
     fn g(&self, c: U) -> (O, O) {
-        let c: O::Wide2 = cast(c);
-        (
-            cast(c.shr(self.0).compact1()),
-            cast(c.shr(self.1).compact1()),
-        )
+        let mut c: O::Wide2 = cast(c);
+        if NARROW {
+            c = c.shl(2).shr(2);
+        }
+        let (s0, s1) = if MSB { (1, 0) } else { (0, 1) };
+        (cast(c.shr(s0).compact1()), cast(c.shr(s1).compact1()))
     }
 }
 /// 3-D Morton encoding: each coordinate spread (in `K` steps, [`steps2`]), coordinate 0
@@ -2318,10 +2322,12 @@ fn decode_chunk<U: Word, O: Word>(
                 (false, _) => put2(codes, &mut dst, M2DL::<false, 6>(t)),
             }
         }
-        (Curve::Morton { msb }, 2) => {
-            let (s0, s1) = if msb { (1, 0) } else { (0, 1) };
-            put2(codes, &mut dst, M2D(s0, s1))
-        }
+        (Curve::Morton { msb }, 2) => match (msb, 2 * nbits + 2 <= O::Wide2::BITS) {
+            (true, true) => put2(codes, &mut dst, M2D::<true, true>),
+            (true, false) => put2(codes, &mut dst, M2D::<true, false>),
+            (false, true) => put2(codes, &mut dst, M2D::<false, true>),
+            (false, false) => put2(codes, &mut dst, M2D::<false, false>),
+        },
         // The portable kernel's de-interleave in 32- and 64-bit lanes (nbits 9-21)
         // costs more than byte lookups.
         (Curve::Morton { msb }, _) if step == MortonStep::Generic && nbits > 8 => {
