@@ -1121,9 +1121,9 @@ impl<U: Word, O: Word, const MSB: bool> F2<U, O> for M2E<MSB> {
     }
 }
 /// Inverse of [`M2E`] (in lanes of `O::Wide2`). `NARROW` (`2 * nbits + 2 <=` the lanes'
-/// bits): the lanes' top two bits are dropped first, so that each coordinate is known to have a clear top
-/// bit and the narrowing to `O` is a signed pack (SSE2 `packssdw`: 2-D nbits 9-15 into
-/// `uint16`) rather than shuffles.
+/// bits): the lanes' top two bits are dropped first, so that each coordinate is known to
+/// have a clear top bit and the narrowing to `O` is a signed pack (SSE2 `packssdw`: 2-D
+/// nbits 9-15 into `uint16`) rather than shuffles.
 #[derive(Clone, Copy)]
 struct M2D<const MSB: bool, const NARROW: bool>;
 impl<U: Word, O: Word, const MSB: bool, const NARROW: bool> G2<U, O> for M2D<MSB, NARROW> {
