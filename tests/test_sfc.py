@@ -455,6 +455,68 @@ def test_s3_width_limit_is_a_clear_value_error() -> None:
         sfc.hilbert_encode(pts, 0)
 
 
+def test_s3_width_error_names_the_limit_for_any_nbits_and_the_code() -> None:
+    # an nbits beyond int64 gets the width error (not an int64 bound), on every entry point
+    for f, a in ((sfc.hilbert_encode, np.zeros((2, 2), np.uint8)),
+                 (sfc.morton_encode, (np.zeros(2, np.uint8), np.zeros(2, np.uint8)))):
+        with pytest.raises(InvalidArgumentError, match=r"nbits: .*exceeds the 64-bit limit "
+                           r"of a uint64 code \(with D = 2, nbits can be at most 32\)"):
+            f(a, 2**70)
+        with pytest.raises(InvalidArgumentError, match="nbits: must be at least 1"):
+            f(a, -(2**70))
+    for f in (sfc.hilbert_decode, sfc.morton_decode):
+        with pytest.raises(InvalidArgumentError, match=r"\(with D = 3, nbits can be at most 21"):
+            f(np.zeros(2, np.uint64), 2**70, 3)
+        with pytest.raises(InvalidArgumentError, match="uint64 code"):
+            f(np.zeros(2, np.uint64), 40, 2)
+
+
+def test_s3_masked_arrays_are_refused() -> None:
+    m = np.ma.masked_array(np.array([[1, 2], [3, 4]], np.uint32), mask=[[0, 1], [0, 0]])
+    codes = np.ma.masked_array(np.array([1, 2, 3], np.uint64), mask=[0, 1, 0])
+    before = m.data.copy()
+    for call in (lambda: sfc.hilbert_encode(m, 4),
+                 lambda: sfc.morton_encode((m[:, 0], m[:, 1]), 4),
+                 lambda: sfc.hilbert_decode(codes, 4, 2),
+                 lambda: sfc.morton_decode(codes, 4, 2, separate=True)):
+        with pytest.raises(InvalidArgumentError, match=r"(coords|coords\[0\]|index|code): "
+                           r"a masked array is not accepted"):
+            call()
+    assert np.array_equal(m.data, before)
+    # the plain array a user gets from .filled() is coded as usual
+    assert np.array_equal(sfc.hilbert_encode(m.filled(0), 4),
+                          sfc.hilbert_encode(np.array([[1, 0], [3, 4]]), 4))
+
+
+def test_s3_separate_must_be_a_bool_as_every_bool_argument() -> None:
+    for bad in ("yes", 1, None):
+        with pytest.raises(InvalidArgumentError, match="separate: must be a bool"):
+            sfc.hilbert_decode([1], 4, 2, separate=bad)  # type: ignore[arg-type]
+    assert len(sfc.morton_decode([1], 4, 2, separate=np.bool_(True))) == 2
+
+
+def test_s3_big_python_int_names_the_full_range_and_row() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"coords: row 1 \(column 0\) has value "
+                       r"18446744073709551616, outside the allowed range \[0, 2\^4\) = "
+                       r"\[0, 15\]; row 1 is \[18446744073709551616, 1\]"):
+        sfc.morton_encode([[0, 0], [2**64, 1]], 4)
+
+
+@pytest.mark.parametrize("order", [">", "<"])
+def test_s3_output_dtype_byte_order_is_applied(order: str) -> None:
+    pts = np.array([[1, 2], [3, 4], [15, 0]], np.uint8)
+    dt = np.dtype(order + "u4")
+    for enc, dec in ((sfc.hilbert_encode, sfc.hilbert_decode),
+                     (sfc.morton_encode, sfc.morton_decode)):
+        c = enc(pts, 4, dtype=dt)
+        assert c.dtype == dt and c.tolist() == enc(pts, 4).tolist()
+        back = dec(c, 4, 2, dtype=np.dtype(order + "u2"))
+        assert back.dtype == np.dtype(order + "u2") and back.tolist() == pts.tolist()
+        xs = dec(c, 4, 2, dtype=np.dtype(order + "u2"), separate=True)
+        assert all(x.dtype == np.dtype(order + "u2") for x in xs)
+        assert [x.tolist() for x in xs] == pts.T.tolist()
+
+
 def test_s4_out_of_range_names_the_row() -> None:
     with pytest.raises(InvalidArgumentError, match=r"row 0 .*value 8.*\[0, 2\^3\)"):
         sfc.hilbert_encode([[8, 0]], 3)

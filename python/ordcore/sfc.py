@@ -29,7 +29,7 @@ cores or ``RAYON_NUM_THREADS``; ``num_threads=1``: the calling thread only).
 
 from __future__ import annotations
 
-from typing import Any, Literal, NamedTuple, TypeGuard
+from typing import Any, Literal, NamedTuple, TypeGuard, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +37,7 @@ import numpy.typing as npt
 from ordcore import _core
 from ordcore import gpu as _gpu
 from ordcore._args import CACHE_LINE as _CACHE_LINE
+from ordcore._args import bool_arg as _bool_arg
 from ordcore._args import c_array as _c_array
 from ordcore._args import empty_aligned as _empty_aligned
 from ordcore._args import ensure_fits as _ensure_fits
@@ -44,6 +45,7 @@ from ordcore._args import int_arg as _int_arg
 from ordcore._args import num_threads_arg as _threads
 from ordcore._args import warn_unknown_kernel_cap as _warn_cap
 from ordcore.errors import DTypeError, InvalidArgumentError
+from ordcore.gpu.sfc import check_width as _check_width
 
 __all__ = [
     "kernel",
@@ -94,8 +96,12 @@ def _big_int_list(name: str, value: object, arr: np.ndarray, bits: int = 64) -> 
             where = f"row {i}" if obj.ndim == 1 else "row {} (column {})".format(
                 *np.unravel_index(i, obj.shape)
             )
+            row = "" if obj.ndim != 2 else "; row {} is [{}]".format(
+                i // obj.shape[1], ", ".join(str(int(x)) for x in obj[i // obj.shape[1]])
+            )
             raise InvalidArgumentError(
-                f"{name}: {where} has value {int(v)}, outside the allowed range [0, 2^{bits})"
+                f"{name}: {where} has value {int(v)}, outside the allowed range "
+                f"[0, 2^{bits}) = [0, {(1 << bits) - 1}]{row}"
             )
     return np.array([int(v) for v in obj.flat], dtype=np.uint64).reshape(obj.shape)
 
@@ -120,6 +126,12 @@ def _int_array(name: str, value: npt.ArrayLike, ndim: int, bits: int = 64) -> np
     beyond uint64."""
     if _ready(value, ndim):
         return value
+    if isinstance(value, np.ma.MaskedArray):
+        raise InvalidArgumentError(
+            f"{name}: a masked array is not accepted (its masked entries would be coded from "
+            "the values under the mask); pass a plain array, e.g. .filled(value) or the "
+            "unmasked rows"
+        )
     try:
         arr = np.asarray(value)
     except ValueError as e:  # a ragged nested list
@@ -164,6 +176,8 @@ _warn_cap("ORDCORE_SFC_KERNEL", ("portable", "avx2", "avx512"))
 
 OutDType = npt.DTypeLike | Literal["narrowest"] | None
 
+_R = TypeVar("_R")
+
 _UNSIGNED = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
@@ -186,6 +200,19 @@ def _out_bits(dtype: OutDType, need: int, what: str) -> int:
             f"uint{next(b for b in (8, 16, 32, 64) if b >= need)} or wider"
         )
     return bits
+
+
+def _byte_order(result: _R, dtype: OutDType) -> _R:
+    """``result`` (an array or a tuple of them) in ``dtype``'s byte order where that is
+    not native (the core writes native integers)."""
+    if dtype is None or (isinstance(dtype, str) and dtype == "narrowest"):
+        return result
+    dt = np.dtype(dtype)  # already checked by _out_bits
+    if dt.isnative:
+        return result
+    if isinstance(result, tuple):
+        return tuple(r.astype(dt) for r in result)  # type: ignore[return-value]
+    return result.astype(dt)  # type: ignore[attr-defined, no-any-return]
 
 
 def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarray], int]:
@@ -239,8 +266,10 @@ def _gpu_refuse(**opts: object) -> None:
 
 def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
             num_threads: int | None) -> np.ndarray:
-    nb = _int_arg("nbits", nbits)
+    nb = _int_arg("nbits", nbits, None, None)
     c, d = _coords_in(coords, nb if 1 <= nb <= 64 else 64)
+    if not 1 <= nb <= 64:  # beyond int64 too: the width error, before the core sees it
+        _check_width(d, nb)
     if d in (2, 3):
         if 1 <= nb and d * nb <= 64:
             bits = _out_bits(dtype, d * nb, f"codes of D * nbits = {d} * {nb} = {d * nb} bits")
@@ -261,21 +290,19 @@ def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             dtype: OutDType, separate: bool,
             num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
     nd = _int_arg("ndim", ndim)
-    nb = _int_arg("nbits", nbits)
+    nb = _int_arg("nbits", nbits, None, None)
     # D * nbits within a code (else the core names the width error, before any dtype).
     fits = 1 <= nd and 1 <= nb and nd * nb <= 64
     arr = _int_array(arg, codes, 1, nd * nb if fits else 64)
-    if not isinstance(separate, (bool, np.bool_)):
-        raise InvalidArgumentError(
-            f"separate: must be a bool, got {type(separate).__name__}"
-        )
-    separate = bool(separate)
+    separate = _bool_arg("separate", separate)
     if nd < 1:
         raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
     if nd > 64:
         raise InvalidArgumentError(
             f"ndim: at most 64 axes fit a 64-bit code (nbits >= 1 each), got {nd}"
         )
+    if not 1 <= nb <= 64:
+        _check_width(nd, nb)
     bits = _out_bits(dtype, nb, f"coordinates of nbits = {nb}") if fits else 64
     if nd in (2, 3):
         if not separate or not 1 <= nb <= 64 // nd:  # the core refuses such widths
@@ -322,7 +349,8 @@ def hilbert_encode(
         Bits per coordinate (the curve's order); ``1 <= nbits`` and ``D * nbits <= 64``.
     dtype : unsigned integer dtype or "narrowest", optional
         Output type; ``None`` (default) gives uint64, ``"narrowest"`` the smallest of
-        uint8/16/32/64 that holds ``D * nbits`` bits (uint32 for 2 x 16 bits).
+        uint8/16/32/64 that holds ``D * nbits`` bits (uint32 for 2 x 16 bits). A
+        non-native byte order (``">u4"``) is applied by a converting copy.
     num_threads : int, optional
         Threads to use; ``None`` uses all cores (large inputs only).
 
@@ -353,7 +381,7 @@ def hilbert_encode(
     if _gpu.is_device_array(coords):
         _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.hilbert_encode(coords, nbits)  # type: ignore[no-any-return]
-    return _encode("hilbert", coords, nbits, False, dtype, num_threads)
+    return _byte_order(_encode("hilbert", coords, nbits, False, dtype, num_threads), dtype)
 
 
 def hilbert_decode(
@@ -375,7 +403,8 @@ def hilbert_decode(
         Bits per coordinate and number of dimensions ``D`` (``D * nbits <= 64``).
     dtype : unsigned integer dtype or "narrowest", optional
         Coordinate type; ``None`` gives uint64, ``"narrowest"`` the smallest that holds
-        ``nbits`` bits.
+        ``nbits`` bits. A non-native byte order is applied by a converting copy (with
+        ``separate``, the arrays then need not start on a 64-byte boundary).
     separate : bool
         Return a tuple of ``D`` arrays of shape (N,) (as hilbertsfc) instead of one array.
         Each is C-contiguous and writable; for ``ndim`` 2 and 3 each starts on a 64-byte
@@ -395,7 +424,10 @@ def hilbert_decode(
     if _gpu.is_device_array(index):
         _gpu_refuse(dtype=dtype is not None, separate=separate)
         return _gpu.sfc.hilbert_decode(index, nbits, ndim)
-    return _decode("hilbert", "index", index, nbits, ndim, False, dtype, separate, num_threads)
+    return _byte_order(
+        _decode("hilbert", "index", index, nbits, ndim, False, dtype, separate, num_threads),
+        dtype,
+    )
 
 
 def morton_encode(
@@ -435,7 +467,9 @@ def morton_encode(
     if _gpu.is_device_array(coords):
         _gpu_refuse(dtype=dtype is not None)
         return _gpu.sfc.morton_encode(coords, nbits, axis0=axis0)  # type: ignore[no-any-return]
-    return _encode("morton", coords, nbits, _axis0(axis0), dtype, num_threads)
+    return _byte_order(
+        _encode("morton", coords, nbits, _axis0(axis0), dtype, num_threads), dtype
+    )
 
 
 def morton_decode(
@@ -464,8 +498,11 @@ def morton_decode(
     if _gpu.is_device_array(code):
         _gpu_refuse(dtype=dtype is not None, separate=separate)
         return _gpu.sfc.morton_decode(code, nbits, ndim, axis0=axis0)
-    return _decode("morton", "code", code, nbits, ndim, _axis0(axis0), dtype, separate,
-                   num_threads)
+    return _byte_order(
+        _decode("morton", "code", code, nbits, ndim, _axis0(axis0), dtype, separate,
+                num_threads),
+        dtype,
+    )
 
 
 def scan_order(height: int, width: int, kind: ScanKind = "hilbert") -> npt.NDArray[np.int64]:

@@ -29,15 +29,18 @@ _NO_ROW = 0xFFFFFFFFFFFFFFFF
 
 
 def check_width(ndim: int, nbits: int) -> None:
-    """``1 <= D``, ``1 <= nbits`` and ``D * nbits <= 64``, as the CPU checks them."""
+    """``1 <= D``, ``1 <= nbits`` and ``D * nbits <= 64``, as the CPU checks them (the CPU
+    path calls this too for an ``nbits`` the core cannot take: beyond int64)."""
     if ndim < 1:
         raise InvalidArgumentError("coords: need at least one dimension (D >= 1), got D = 0")
     if nbits < 1:
         raise InvalidArgumentError(f"nbits: must be at least 1, got {nbits}")
     if ndim * nbits > 64:
+        fits = (f"D = {ndim} axes exceed it even at nbits = 1" if ndim > 64
+                else f"with D = {ndim}, nbits can be at most {64 // ndim}")
         raise InvalidArgumentError(
             f"nbits: D * nbits = {ndim} * {nbits} = {ndim * nbits} exceeds the 64-bit limit "
-            f"of a uint64 index (with D = {ndim}, nbits can be at most {64 // ndim})"
+            f"of a uint64 code ({fits})"
         )
 
 

@@ -118,7 +118,7 @@ pub fn check_width(ndim: usize, nbits: i64) -> Result<u32> {
         return Err(Error::invalid(
             "nbits",
             format!(
-                "D * nbits = {ndim} * {nbits} = {} exceeds the 64-bit limit of a uint64 index \
+                "D * nbits = {ndim} * {nbits} = {} exceeds the 64-bit limit of a uint64 code \
                  ({fits})",
                 (ndim as i128) * (nbits as i128)
             ),
