@@ -545,14 +545,16 @@ mod h2tile {
     }
 
     /// The `nbits` the portable kernel decodes by the tiles: two to four steps, except
-    /// nbits 15-16, where the lane code runs in 32-bit lanes, and 28 (a tie). Rust harness,
-    /// 1M points, ns a point, tiles against lane code: nbits 9-14 1.28-1.39 against
-    /// 1.64-1.70; 15-16 2.97-3.08 against 2.35-2.38; 22-27 3.48-3.54 against 3.64-3.67;
-    /// 28 3.70 against 3.66; 29-32 6.36-6.39 against 5.19-5.21; nbits 8, in 16-bit lanes,
-    /// 1.59 against 0.84-1.03; at one step, nbits 1-7, 0.87-0.92 against 0.84-0.90 (the
-    /// figures at nbits 1-8, 15-16 and 29-32 from a busier run).
+    /// nbits 15-16, where the lane code runs in 32-bit lanes. Rust harness, 1M points, ns
+    /// a point, tiles against lane code: nbits 9-14 1.28-1.39 against 1.64-1.70; 15-16
+    /// 2.97-3.08 against 2.35-2.38; 22-27 3.48-3.54 against 3.64-3.67; 29-32 6.36-6.39
+    /// against 5.19-5.21; nbits 8, in 16-bit lanes, 1.59 against 0.84-1.03; at one step,
+    /// nbits 1-7, 0.87-0.92 against 0.84-0.90 (the figures at nbits 1-8, 15-16 and 29-32
+    /// from a busier run). With [`DecWide`] (three and four steps), against hilbertsfc
+    /// (both held to SSE2): nbits 15-16 0.87-0.93x (lane code 0.72-0.76x), 28 0.95-0.96x
+    /// (1.04-1.07x), 30-32 0.94-0.97x (0.86-0.89x).
     pub(super) fn decodes(nbits: u32) -> bool {
-        (9..=14).contains(&nbits) || (17..=27).contains(&nbits)
+        (9..=14).contains(&nbits) || (17..=28).contains(&nbits)
     }
 
     pub(super) struct Tiles {
@@ -562,6 +564,8 @@ mod h2tile {
         enc_wide: Box<[u64; 1 << 14]>,
         /// `s << 14 | h14` -> `next << 14 | x7 << 7 | y7`.
         dec: Box<[u16; 1 << 16]>,
+        /// `h14` -> for each state `s`, at bits `16 s`: `next << 14 | x7 << 7 | y7`.
+        dec_wide: Box<[u64; 1 << 14]>,
         /// Per number of missing levels (0-6): the state to start from (those levels give
         /// index bits 0, so a code needs no bits above its own).
         start: [u32; 7],
@@ -585,6 +589,7 @@ mod h2tile {
         let mut enc = Box::new([0u16; 1 << 16]);
         let mut enc_wide = Box::new([0u64; 1 << 14]);
         let mut dec = Box::new([0u16; 1 << 16]);
+        let mut dec_wide = Box::new([0u64; 1 << 14]);
         for i in 0..1usize << 14 {
             for s0 in 0..4 {
                 let (mut s, mut h) = (s0, 0usize);
@@ -603,6 +608,7 @@ mod h2tile {
                 enc[s0 << 14 | i] = (s << 14 | h) as u16;
                 enc_wide[i] |= ((h << 2 | s) as u64) << (16 * s0);
                 dec[s0 << 14 | i] = (t << 14 | x << 7 | y) as u16;
+                dec_wide[i] |= ((t << 14 | x << 7 | y) as u64) << (16 * s0);
             }
         }
         let mut start = [0u32; 7];
@@ -613,6 +619,7 @@ mod h2tile {
             enc,
             enc_wide,
             dec,
+            dec_wide,
             start,
         })
     }
@@ -633,7 +640,16 @@ mod h2tile {
         match g {
             1 => map2(src, out, Enc::<1>(&t.enc, s << 14)),
             2 => map2(src, out, Enc::<2>(&t.enc, s << 14)),
-            3 => map2(src, out, Enc::<3>(&t.enc, s << 14)),
+            // From three steps the packed table, whose loads do not wait on each other
+            // (by `enc`, each step's index holds the state the step before looked up):
+            // nbits 18 / 21 1.08-1.11x / 1.13-1.15x -> 1.04-1.05x / 1.01-1.06x hilbertsfc's
+            // time (both held to SSE2, runs alternating).
+            3 => match s {
+                0 => map2(src, out, EncWide::<3, 0>(&t.enc_wide)),
+                1 => map2(src, out, EncWide::<3, 1>(&t.enc_wide)),
+                2 => map2(src, out, EncWide::<3, 2>(&t.enc_wide)),
+                _ => map2(src, out, EncWide::<3, 3>(&t.enc_wide)),
+            },
             // The start state a constant too (the first step's shift by one).
             4 => match s {
                 0 => map2(src, out, EncWide::<4, 0>(&t.enc_wide)),
@@ -663,11 +679,41 @@ mod h2tile {
         let g = nbits.div_ceil(7);
         let s = (t.start[(7 * g - nbits) as usize] << 14) as usize;
         let top: &'static [u16; 1 << 14] = t.dec[s..s + (1 << 14)].try_into().expect("2^14");
-        let s = s as u64;
-        match g {
-            2 => put2(codes, dst, Dec::<2>(top, &t.dec, s)),
-            3 => put2(codes, dst, Dec::<3>(top, &t.dec, s)),
-            _ => put2(codes, dst, Dec::<4>(top, &t.dec, s)),
+        // From three steps the packed table, as in encoding: nbits 20 / 24 0.99-1.02x /
+        // 1.01-1.07x -> 0.90-0.93x / 0.87-0.95x hilbertsfc's time, nbits 28 1.04-1.07x
+        // (lane code) -> 0.95-0.96x; at two steps the first step's own entries (L1) win.
+        let w = &t.dec_wide;
+        match (g, s >> 14) {
+            (2, _) => put2(codes, dst, Dec::<2>(top, &t.dec, s as u64)),
+            (3, 0) => put2(codes, dst, DecWide::<3, 0>(w)),
+            (3, 1) => put2(codes, dst, DecWide::<3, 1>(w)),
+            (3, 2) => put2(codes, dst, DecWide::<3, 2>(w)),
+            (3, _) => put2(codes, dst, DecWide::<3, 3>(w)),
+            (_, 0) => put2(codes, dst, DecWide::<4, 0>(w)),
+            (_, 1) => put2(codes, dst, DecWide::<4, 1>(w)),
+            (_, 2) => put2(codes, dst, DecWide::<4, 2>(w)),
+            (_, _) => put2(codes, dst, DecWide::<4, 3>(w)),
+        }
+    }
+
+    /// The point of an index in `G` steps by [`Tiles::dec_wide`] from state `S`: each
+    /// step's lookup is indexed by the code alone (the state picks the entry's 16 bits),
+    /// so the `G` loads do not wait on each other as by [`Dec`].
+    #[derive(Clone, Copy)]
+    struct DecWide<const G: u32, const S: u32>(&'static [u64; 1 << 14]);
+    impl<U: Word, O: Word, const G: u32, const S: u32> G2<U, O> for DecWide<G, S> {
+        #[inline(always)]
+        fn g(&self, c: U) -> (O, O) {
+            let h = c.to_u64();
+            let (mut s, mut x, mut y) = (S, 0u64, 0u64);
+            for c in (0..G).rev() {
+                let q = (h >> (14 * c)) & 0x3fff;
+                let e = (self.0[q as usize] >> (16 * s)) as u32 & 0xffff;
+                x = x << 7 | ((e >> 7) & 127) as u64;
+                y = y << 7 | (e & 127) as u64;
+                s = e >> 14;
+            }
+            (O::from_u64(x), O::from_u64(y))
         }
     }
 
@@ -713,7 +759,8 @@ mod h2tile {
 
     /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`) from state `.2` (at
     /// bit 14), as [`Enc`]; the first step by `.0`, the table's entries for that state,
-    /// up to three steps ([`super::h3tile`] says why).
+    /// up to three steps ([`super::h3tile`] says why). Used at two steps; from three,
+    /// [`DecWide`].
     #[derive(Clone, Copy)]
     struct Dec<const G: u32>(&'static [u16; 1 << 14], &'static [u16; 1 << 16], u64);
     impl<U: Word, O: Word, const G: u32> G2<U, O> for Dec<G> {
@@ -1135,6 +1182,40 @@ impl<U: Word, O: Word, const MSB: bool, const NARROW: bool> G2<U, O> for M2D<MSB
         }
         let (s0, s1) = if MSB { (1, 0) } else { (0, 1) };
         (cast(c.shr(s0).compact1()), cast(c.shr(s1).compact1()))
+    }
+}
+/// 2-D Morton decoding by an unshuffle in lanes of `W` (Hacker's Delight 7-2: delta swaps
+/// of 1, 2, 4, .. bits), which gathers the even bits in the lanes' low half and the odd
+/// ones in the high half, both coordinates at once; coordinate 0 at the odd bits (`MSB`)
+/// or the even ones.
+#[derive(Clone, Copy)]
+struct M2U<W, const MSB: bool>(PhantomData<W>);
+impl<U: Word, O: Word, W: Word, const MSB: bool> G2<U, O> for M2U<W, MSB> {
+    #[inline(always)]
+    fn g(&self, c: U) -> (O, O) {
+        let mut x: W = cast(c);
+        let mut swap = |s: u32, m: u64| {
+            let t = x.xor(x.shr(s)).and(W::from_u64(m));
+            x = x.xor(t).xor(t.shl(s));
+        };
+        swap(1, 0x2222_2222_2222_2222);
+        swap(2, 0x0C0C_0C0C_0C0C_0C0C);
+        if W::BITS >= 16 {
+            swap(4, 0x00F0_00F0_00F0_00F0);
+        }
+        if W::BITS >= 32 {
+            swap(8, 0x0000_FF00_0000_FF00);
+        }
+        if W::BITS >= 64 {
+            swap(16, 0x0000_0000_FFFF_0000);
+        }
+        let h = W::BITS / 2;
+        let (e, o) = (x.and(W::from_u64((1u64 << h) - 1)), x.shr(h));
+        if MSB {
+            (cast(o), cast(e))
+        } else {
+            (cast(e), cast(o))
+        }
     }
 }
 /// 3-D Morton encoding: each coordinate spread (in `K` steps, [`steps2`]), coordinate 0
@@ -2335,6 +2416,19 @@ fn decode_chunk<U: Word, O: Word>(
         },
         // The portable kernel's de-interleave in 64-bit lanes (nbits 17-24) costs more
         // than byte lookups.
+        // The portable kernel's de-interleave at nbits 16 and 25-32 by [`M2U`] (1.02-1.03x /
+        // 0.98-0.99x hilbertsfc's time at nbits 16 / 32 against 1.05-1.09x / 1.04-1.06x by
+        // [`M2D`]; `benches/sfc.py`-style runs alternating, both libraries held to SSE2).
+        (Curve::Morton { msb }, 2)
+            if step == MortonStep::Generic && (nbits == 16 || nbits > 24) =>
+        {
+            match (msb, nbits) {
+                (true, 16) => put2(codes, &mut dst, M2U::<u32, true>(PhantomData)),
+                (true, _) => put2(codes, &mut dst, M2U::<u64, true>(PhantomData)),
+                (false, 16) => put2(codes, &mut dst, M2U::<u32, false>(PhantomData)),
+                (false, _) => put2(codes, &mut dst, M2U::<u64, false>(PhantomData)),
+            }
+        }
         (Curve::Morton { msb }, 2) if step == MortonStep::Generic && (17..=24).contains(&nbits) => {
             let t = m2_unspread();
             match (msb, nbits) {
