@@ -604,7 +604,7 @@ def test_num_threads_has_an_upper_bound() -> None:
         lambda: idx.search(x[:2], num_threads=max_threads() + 1),
         lambda: ann.exact_search(x, x[:2], 3, "l2", num_threads=10**6),
     ):
-        with pytest.raises(InvalidArgumentError, match="num_threads: .* is more than"):
+        with pytest.raises(InvalidArgumentError, match="num_threads: must be at most"):
             call()
     assert len(idx) == 50
     idx.search(x[:2], num_threads=max_threads())  # the limit itself is allowed

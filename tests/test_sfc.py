@@ -488,6 +488,18 @@ def test_s3_masked_arrays_are_refused() -> None:
                           sfc.hilbert_encode(np.array([[1, 0], [3, 4]]), 4))
 
 
+def test_s3_ndim_and_num_threads_beyond_int64_name_the_real_limits() -> None:
+    with pytest.raises(InvalidArgumentError, match="ndim: must be at least 1"):
+        sfc.morton_decode([0], 8, -(2**70))
+    with pytest.raises(InvalidArgumentError, match="ndim: at most 64 axes"):
+        sfc.morton_decode([0], 8, 2**70)
+    with pytest.raises(InvalidArgumentError, match=r"num_threads: must be at least 1"):
+        sfc.morton_decode([0], 8, 2, num_threads=-(2**70))
+    with pytest.raises(InvalidArgumentError, match=r"num_threads: must be at most \d+ \(8 per "
+                       r"CPU this process may use, and at least 64\), got 10000"):
+        sfc.morton_decode([0], 8, 2, num_threads=10000)
+
+
 def test_s3_separate_must_be_a_bool_as_every_bool_argument() -> None:
     for bad in ("yes", 1, None):
         with pytest.raises(InvalidArgumentError, match="separate: must be a bool"):
@@ -498,8 +510,17 @@ def test_s3_separate_must_be_a_bool_as_every_bool_argument() -> None:
 def test_s3_big_python_int_names_the_full_range_and_row() -> None:
     with pytest.raises(InvalidArgumentError, match=r"coords: row 1 \(column 0\) has value "
                        r"18446744073709551616, outside the allowed range \[0, 2\^4\) = "
-                       r"\[0, 15\]; row 1 is \[18446744073709551616, 1\]"):
+                       r"\[0, 15\] for nbits = 4; row 1 is \[18446744073709551616, 1\]"):
         sfc.morton_encode([[0, 0], [2**64, 1]], 4)
+    # an earlier row out of the nbits range is named first, not the row beyond uint64
+    with pytest.raises(InvalidArgumentError, match=r"coords: row 0 \(column 1\) has value "
+                       r"1099511627776, .* for nbits = 32"):
+        sfc.hilbert_encode([[0, 2**40], [2**64, 0]], 32)
+    with pytest.raises(InvalidArgumentError, match=r"row 0 \(column 1\)"):
+        sfc.morton_encode([[0, 2**40], [-1, 0], [2**63, 0]], 32)
+    with pytest.raises(InvalidArgumentError, match=r"code: row 1 has value 1048576, .* "
+                       r"for D \* nbits = 16"):
+        sfc.morton_decode([0, 2**20, 2**64], 8, 2)
 
 
 @pytest.mark.parametrize("order", [">", "<"])

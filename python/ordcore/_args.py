@@ -99,15 +99,16 @@ def num_threads_arg(num_threads: object) -> int | None:
     """``None`` (all cores) or a thread count in ``[1, max_threads()]``."""
     if num_threads is None:
         return None
-    n = int_arg("num_threads", num_threads)
+    n = int_arg("num_threads", num_threads, None, None)  # the bounds below name the limits
     if n < 1:
-        raise InvalidArgumentError(f"num_threads: must be at least 1 (or None), got {n}")
+        raise InvalidArgumentError(f"num_threads: must be at least 1 (or None), got {_show(n)}")
     if n <= 64:  # never above max_threads(), which reads the CPU affinity
         return n
     limit = max_threads()
     if n > limit:
         raise InvalidArgumentError(
-            f"num_threads: {n} is more than {limit} (8 per available CPU, at least 64)"
+            f"num_threads: must be at most {limit} (8 per CPU this process may use, and "
+            f"at least 64), got {_show(n)}"
         )
     return n
 

@@ -83,16 +83,17 @@ SCAN_KINDS: tuple[str, ...] = (
 )
 
 
-def _big_int_list(name: str, value: object, arr: np.ndarray, bits: int = 64) -> np.ndarray:
+def _big_int_list(name: str, value: object, arr: np.ndarray, bits: int = 64,
+                  what: str = "") -> np.ndarray:
     """A Python sequence of ints that NumPy made float64 or object (a value beyond int64):
-    as uint64 when every value is in ``[0, 2**64)``, else an error naming the first row
-    outside it and the allowed range ``[0, 2**bits)``; ``arr`` unchanged when the values
-    are not all ints."""
+    as uint64 when every value is in the allowed range ``[0, 2**bits)``, else an error
+    naming the first row outside it (``what``: the width the range comes from, as the
+    core's messages end); ``arr`` unchanged when the values are not all ints."""
     obj = np.asarray(value, dtype=object)
     if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in obj.flat):
         return arr
     for i, v in enumerate(obj.flat):
-        if not 0 <= int(v) < 1 << 64:
+        if not 0 <= int(v) < 1 << bits:
             where = f"row {i}" if obj.ndim == 1 else "row {} (column {})".format(
                 *np.unravel_index(i, obj.shape)
             )
@@ -101,7 +102,7 @@ def _big_int_list(name: str, value: object, arr: np.ndarray, bits: int = 64) -> 
             )
             raise InvalidArgumentError(
                 f"{name}: {where} has value {int(v)}, outside the allowed range "
-                f"[0, 2^{bits}) = [0, {(1 << bits) - 1}]{row}"
+                f"[0, 2^{bits}) = [0, {(1 << bits) - 1}]{what}{row}"
             )
     return np.array([int(v) for v in obj.flat], dtype=np.uint64).reshape(obj.shape)
 
@@ -120,10 +121,11 @@ def _ready(value: Any, ndim: int) -> TypeGuard[np.ndarray]:
     )
 
 
-def _int_array(name: str, value: npt.ArrayLike, ndim: int, bits: int = 64) -> np.ndarray:
+def _int_array(name: str, value: npt.ArrayLike, ndim: int, bits: int = 64,
+               what: str = "") -> np.ndarray:
     """``value`` as a C-contiguous, native-endian integer array of rank ``ndim``; ``bits``:
-    the values' allowed range ``[0, 2**bits)`` where known, named when a Python int is
-    beyond uint64."""
+    the values' allowed range ``[0, 2**bits)`` where known (``what`` its origin), checked
+    here when a Python int is beyond int64 (NumPy then holds the list as objects)."""
     if _ready(value, ndim):
         return value
     if isinstance(value, np.ma.MaskedArray):
@@ -137,7 +139,7 @@ def _int_array(name: str, value: npt.ArrayLike, ndim: int, bits: int = 64) -> np
     except ValueError as e:  # a ragged nested list
         raise InvalidArgumentError(f"{name}: not a rectangular array ({e})") from None
     if arr.dtype.kind in "fO" and arr.size and not isinstance(value, np.ndarray):
-        arr = _big_int_list(name, value, arr, bits)
+        arr = _big_int_list(name, value, arr, bits, what)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         if arr.size == 0 and arr.dtype.kind == "f" and not isinstance(value, np.ndarray):
             arr = arr.astype(np.uint64)  # an empty list: no dtype to refuse (rank still checked)
@@ -215,7 +217,8 @@ def _byte_order(result: _R, dtype: OutDType) -> _R:
     return result.astype(dt)  # type: ignore[attr-defined, no-any-return]
 
 
-def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarray], int]:
+def _coords_in(coords: Any, bits: int = 64,
+               what: str = "") -> tuple[np.ndarray | list[np.ndarray], int]:
     """``coords`` as a C-contiguous (N, D) array, or (a tuple given) a list of D contiguous
     1-D arrays of one integer dtype; with D. ``bits``: as for :func:`_int_array`."""
     if isinstance(coords, tuple) and coords and _ready(coords[0], 1):
@@ -230,7 +233,7 @@ def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarra
                 "coords: separate coordinate arrays are not supported on the GPU path; "
                 "pass one (N, D) device array"
             )
-        cols = [_int_array(f"coords[{i}]", c, 1, bits) for i, c in enumerate(coords)]
+        cols = [_int_array(f"coords[{i}]", c, 1, bits, what) for i, c in enumerate(coords)]
         n = cols[0].shape[0]
         for i, c in enumerate(cols):
             if c.shape[0] != n:
@@ -251,7 +254,7 @@ def _coords_in(coords: Any, bits: int = 64) -> tuple[np.ndarray | list[np.ndarra
             common = np.dtype(np.uint64)
         cols = [_c_array(c, common) for c in cols]
         return cols, len(cols)
-    arr = _int_array("coords", coords, 2, bits)
+    arr = _int_array("coords", coords, 2, bits, what)
     return arr, arr.shape[1]
 
 
@@ -267,7 +270,7 @@ def _gpu_refuse(**opts: object) -> None:
 def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
             num_threads: int | None) -> np.ndarray:
     nb = _int_arg("nbits", nbits, None, None)
-    c, d = _coords_in(coords, nb if 1 <= nb <= 64 else 64)
+    c, d = _coords_in(coords, *((nb, f" for nbits = {nb}") if 1 <= nb <= 64 else (64, "")))
     if not 1 <= nb <= 64:  # beyond int64 too: the width error, before the core sees it
         _check_width(d, nb)
     if d in (2, 3):
@@ -289,11 +292,12 @@ def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
 def _decode(curve: str, arg: str, codes: Any, nbits: int, ndim: int, msb: bool,
             dtype: OutDType, separate: bool,
             num_threads: int | None) -> np.ndarray | tuple[np.ndarray, ...]:
-    nd = _int_arg("ndim", ndim)
+    nd = _int_arg("ndim", ndim, None, None)  # the bounds below name the real limits
     nb = _int_arg("nbits", nbits, None, None)
     # D * nbits within a code (else the core names the width error, before any dtype).
     fits = 1 <= nd and 1 <= nb and nd * nb <= 64
-    arr = _int_array(arg, codes, 1, nd * nb if fits else 64)
+    arr = _int_array(arg, codes, 1, *((nd * nb, f" for D * nbits = {nd * nb}") if fits
+                                      else (64, "")))
     separate = _bool_arg("separate", separate)
     if nd < 1:
         raise InvalidArgumentError(f"ndim: must be at least 1, got {nd}")
