@@ -7292,6 +7292,50 @@ mod tests {
         );
     }
 
+    /// An out-of-range coordinate in any one column, on every kernel, curve, D and nbits,
+    /// rows and separate arrays, is named by its row (each kernel takes the range check
+    /// its own way: in its loop, or in passes of its own).
+    #[test]
+    fn an_out_of_range_value_in_any_column_is_named_on_every_kernel() {
+        let curves = [
+            Curve::Hilbert,
+            Curve::Morton { msb: true },
+            Curve::Morton { msb: false },
+        ];
+        for k in [Kernel::Portable, Kernel::Avx2, Kernel::Avx512] {
+            for curve in curves {
+                for d in 2..=3usize {
+                    for nbits in 1..=(64 / d as u32).min(63) {
+                        let n = 600;
+                        let mask = (1u64 << nbits) - 1;
+                        let good: Vec<u64> = (0..n * d)
+                            .map(|i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7 & mask)
+                            .collect();
+                        for (c, r) in [(0, 599), (d - 1, 300), (1, 0)] {
+                            let mut m = good.clone();
+                            m[r * d + c] = 1u64 << nbits;
+                            let cols: Vec<Vec<u64>> = (0..d)
+                                .map(|j| (0..n).map(|i| m[i * d + j]).collect())
+                                .collect();
+                            let refs: Vec<&[u64]> = cols.iter().map(|v| v.as_slice()).collect();
+                            for coords in [Coords::Rows(&m), Coords::Columns(&refs)] {
+                                let mut out = vec![0u64; n];
+                                let e =
+                                    encode_into(k, coords, d, nbits as i64, curve, &mut out, true)
+                                        .err();
+                                let msg = format!("{e:?}");
+                                assert!(
+                                    msg.contains(&format!("row {r} ")),
+                                    "{k:?} {curve:?} d={d} nbits={nbits} column {c}: {msg}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn narrow_outputs_and_errors() {
         let p = [3u8, 1, 0, 2];
