@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import math
 import operator
 import os
@@ -216,7 +217,10 @@ def empty_aligned(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> npt.NDA
         raise TypeError(f"dtype: an aligned view of raw bytes cannot hold objects ({dt})")
     nbytes = math.prod(shape) * dt.itemsize  # Python ints (np.prod costs microseconds)
     buf = np.empty(nbytes + CACHE_LINE, dtype=np.uint8)
-    off = -buf.__array_interface__["data"][0] % CACHE_LINE
+    # The address by ctypes: 0.7 against 2.6 us by ``__array_interface__`` (part of every
+    # decode call's fixed cost).
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))  # type: ignore[arg-type]
+    off = -addr % CACHE_LINE
     # Sliced in two steps: NumPy starts an empty slice at its base's start, not at ``off``.
     return buf[off : off + max(nbytes, 1)][:nbytes].view(dt).reshape(shape)
 

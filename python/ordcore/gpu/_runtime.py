@@ -36,7 +36,7 @@ def is_device_array(x: object) -> bool:
     """``True`` when ``x`` lives on a CUDA device (CuPy array, CUDA torch tensor, or any
     object with ``__cuda_array_interface__``). Never imports CuPy or torch."""
     mod = type(x).__module__ or ""  # None for some dynamically built classes
-    if mod == "numpy":  # the common case first: a NumPy array or scalar
+    if mod == "numpy" or mod == "builtins":  # the common cases first: NumPy, a tuple or list
         return False
     if mod.startswith("cupy"):
         return True

@@ -537,11 +537,15 @@ impl<U: Word, O: Word> G2<U, O> for H2D {
 mod h2tile {
     use super::*;
 
-    /// The `nbits` the portable kernel encodes by the tiles (below, its lane code runs in
-    /// 16-bit lanes and costs less: nbits 4 / 8 0.45 / 1.06 against 0.78 / 1.5 ns a point;
-    /// nbits 12 / 20 / 32 2.81 / 7.0 / 7.0 -> 1.51 / 2.59 / 4.3; `benches/sfc.py`, 1M points).
+    /// The `nbits` the portable kernel encodes by the tiles: all but nbits 8, where its
+    /// lane code (16-bit lanes) costs what two steps do (0.99-1.00x against 1.02-1.04x
+    /// hilbertsfc's time). At one step (nbits 1-7) by [`encode_one`]: nbits 5-7 had run
+    /// the lane code at 1.9-2.3x hilbertsfc's time (its one 7-bit lookup), now 0.65-0.78x;
+    /// nbits 1-4 1.11-1.18x -> 0.75-0.87x (separate arrays; both libraries held to SSE2).
+    /// From two steps: nbits 12 / 20 / 32 2.81 / 7.0 / 7.0 -> 1.51 / 2.59 / 4.3 ns a point
+    /// against the lane code (`benches/sfc.py`, 1M points).
     pub(super) fn encodes(nbits: u32) -> bool {
-        nbits > 8
+        nbits != 8
     }
 
     /// The `nbits` the portable kernel decodes by the tiles: two to four steps, except
@@ -638,7 +642,7 @@ mod h2tile {
         // a variable is 2-3 instructions on x86-64 without BMI2), except the packed
         // table's shift by the state after its first step.
         match g {
-            1 => map2_or_first(src, out, Enc::<1>(&t.enc, s << 14)),
+            1 => encode_one(t, src, out, s),
             2 => map2_or_first(src, out, Enc::<2>(&t.enc, s << 14)),
             // From three steps the packed table, whose loads do not wait on each other
             // (by `enc`, each step's index holds the state the step before looked up):
@@ -664,6 +668,57 @@ mod h2tile {
                 _ => map2(src, out, EncWide::<5, 3>(&t.enc_wide)),
             },
         }
+    }
+
+    /// Codes of one chunk at one step (nbits 1-7) from state `s`, in two passes a block:
+    /// the table indices and the inputs' OR in lanes (a loop LLVM vectorizes), then one
+    /// lookup a point, a loop of four instructions. In one pass (as [`Enc`]) nbits 5 / 6 /
+    /// 7 ran at 1.07-1.14x / 0.97-1.04x / 0.94-1.00x hilbertsfc's time, in two 0.74-0.78x /
+    /// 0.68-0.72x / 0.68-0.70x (both held to SSE2, runs alternating).
+    #[inline(always)]
+    fn encode_one<U: Word, O: Word>(
+        t: &'static Tiles,
+        src: Src<'_, U>,
+        out: &mut [O],
+        s: u32,
+    ) -> U {
+        let s = (s << 14) as usize;
+        let tab: &[u16; 1 << 14] = t.enc[s..s + (1 << 14)].try_into().expect("2^14");
+        let mut acc = U::default();
+        let mut idx = [0u16; BLOCK];
+        let key = |a: U, b: U| (a.to_u64() << 7 | b.to_u64()) as u16 & 0x3fff;
+        let look = |o: &mut [O], idx: &[u16; BLOCK]| {
+            for (o, &i) in o.iter_mut().zip(idx) {
+                *o = O::from_u64((tab[(i & 0x3fff) as usize] & 0x3fff) as u64);
+            }
+        };
+        match src {
+            Src::Cols([x, y, _]) => {
+                let n = out.len().min(x.len()).min(y.len());
+                let it = out[..n]
+                    .chunks_mut(BLOCK)
+                    .zip(x[..n].chunks(BLOCK))
+                    .zip(y[..n].chunks(BLOCK));
+                for ((o, x), y) in it {
+                    for ((i, &a), &b) in idx.iter_mut().zip(x).zip(y) {
+                        acc = acc.or(a).or(b);
+                        *i = key(a, b);
+                    }
+                    look(o, &idx);
+                }
+            }
+            Src::Rows(r) => {
+                let n = out.len().min(r.len() / 2);
+                for (o, r) in out[..n].chunks_mut(BLOCK).zip(r[..2 * n].chunks(2 * BLOCK)) {
+                    for (i, p) in idx.iter_mut().zip(r.chunks_exact(2)) {
+                        acc = acc.or(p[0]).or(p[1]);
+                        *i = key(p[0], p[1]);
+                    }
+                    look(o, &idx);
+                }
+            }
+        }
+        acc
     }
 
     /// Points of one chunk of codes of `nbits` bits ([`decodes`]: two to four steps);
