@@ -113,7 +113,7 @@ def _ready(value: Any, ndim: int) -> TypeGuard[np.ndarray]:
     per-call checks below cost microseconds, a tenth of a call on 10**6 small points)."""
     if type(value) is not np.ndarray or value.ndim != ndim:
         return False
-    dt, flags = value.dtype, value.flags  # each lookup builds a new object
+    dt, flags = value.dtype, value.flags  # each .flags lookup builds a new object
     return dt.kind in "iu" and dt.isnative and flags.c_contiguous and flags.aligned
 
 

@@ -685,7 +685,7 @@ mod h2tile {
     /// Codes of one chunk at one step (nbits 1-7) from state `s`, in two passes a block:
     /// the table indices and the inputs' OR in lanes (a loop LLVM vectorizes), then one
     /// lookup a point, a loop of four instructions. In one pass (as [`Enc`]) nbits 5 / 6 /
-    /// 7 ran at 1.07-1.14x / 0.97-1.04x / 0.94-1.00x hilbertsfc's time, in two 0.74-0.78x /
+    /// 7 ran at 1.07-1.14x / 0.87-1.04x / 0.94-1.00x hilbertsfc's time, in two 0.74-0.77x /
     /// 0.68-0.72x / 0.68-0.70x (both held to SSE2, runs alternating).
     #[inline(always)]
     fn encode_one<U: Word, O: Word>(
