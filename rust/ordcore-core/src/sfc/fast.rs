@@ -549,17 +549,6 @@ impl<U: Word, O: Word> G2<U, O> for H2D {
 mod h2tile {
     use super::*;
 
-    /// The `nbits` the portable kernel encodes by the tiles: all but nbits 8, where its
-    /// lane code (16-bit lanes) costs what two steps do (0.99-1.00x against 1.02-1.04x
-    /// hilbertsfc's time). At one step (nbits 1-7) by [`encode_one`]: nbits 5-7 had run
-    /// the lane code at 1.9-2.3x hilbertsfc's time (its one 7-bit lookup), now 0.65-0.78x;
-    /// nbits 1-4 1.11-1.18x -> 0.75-0.87x (separate arrays; both libraries held to SSE2).
-    /// From two steps: nbits 12 / 20 / 32 2.81 / 7.0 / 7.0 -> 1.51 / 2.59 / 4.3 ns a point
-    /// against the lane code (`benches/sfc.py`, 1M points).
-    pub(super) fn encodes(nbits: u32) -> bool {
-        nbits != 8
-    }
-
     /// The `nbits` the portable kernel decodes by the tiles: two to four steps, except
     /// nbits 15-16, where the lane code runs in 32-bit lanes. Rust harness, 1M points, ns
     /// a point, tiles against lane code: nbits 9-14 1.28-1.39 against 1.64-1.70; 15-16
@@ -582,9 +571,13 @@ mod h2tile {
         dec: Box<[u16; 1 << 16]>,
         /// `h14` -> for each state `s`, at bits `16 s`: `next << 14 | x7 << 7 | y7`.
         dec_wide: Box<[u64; 1 << 14]>,
+        /// Eight levels a step: `s << 16 | x8 << 8 | y8` -> `next << 16 | h16` (1 MiB).
+        enc8: Box<[u32; 1 << 18]>,
         /// Per number of missing levels (0-6): the state to start from (those levels give
         /// index bits 0, so a code needs no bits above its own).
         start: [u32; 7],
+        /// [`Tiles::start`] for steps of eight levels (0-7 missing).
+        start8: [u32; 8],
     }
 
     /// The tables; `None` if the machine does not reduce to four states (never for this
@@ -627,8 +620,22 @@ mod h2tile {
                 dec_wide[i] |= ((t << 14 | x << 7 | y) as u64) << (16 * s0);
             }
         }
+        let mut enc8 = vec![0u32; 1 << 18].into_boxed_slice();
+        for (k, e) in enc8.iter_mut().enumerate() {
+            let (mut s, mut h) = (k >> 16, 0u32);
+            for l in (0..8).rev() {
+                let (o, nx) = m[s][((k >> (8 + l)) & 1) << 1 | ((k >> l) & 1)];
+                h = h << 2 | o as u32;
+                s = nx as usize;
+            }
+            *e = (s as u32) << 16 | h;
+        }
         let mut start = [0u32; 7];
         for (pad, st) in start.iter_mut().enumerate() {
+            *st = Table::padded_start(&m, pad as u32)?;
+        }
+        let mut start8 = [0u32; 8];
+        for (pad, st) in start8.iter_mut().enumerate() {
             *st = Table::padded_start(&m, pad as u32)?;
         }
         Some(Tiles {
@@ -636,11 +643,34 @@ mod h2tile {
             enc_wide,
             dec,
             dec_wide,
+            enc8: enc8.try_into().ok()?,
             start,
+            start8,
         })
     }
 
     /// Codes of one chunk of points of `nbits` bits; returns the OR of the input values.
+    ///
+    /// The steps (ratios to hilbertsfc's time, both held to SSE2, runs alternating,
+    /// separate arrays of 1M points):
+    /// - nbits 1-7: one step of seven levels by [`encode_one`] (nbits 5-7 had run the lane
+    ///   code at 1.9-2.3x, the 7-bit lookup gives 0.65-0.78x; nbits 1-4 0.75-0.87x). One
+    ///   step of eight levels, whose table is 1 MiB against 32 KiB a state, gave
+    ///   0.78-0.96x against 0.74-0.90x.
+    /// - nbits 8-16, 22-24 and 29-32: steps of eight levels by [`Tiles::enc8`], one step
+    ///   fewer than seven levels a step take at nbits 8 (the lane code before), 15-16,
+    ///   22-24 and 29-32, and faster at the same two steps at nbits 9-14: nbits 8 / 9-14 /
+    ///   15-16 / 22-24 / 29-32 0.99-1.00x / 0.94-0.97x / 1.00-1.06x / 1.01-1.04x /
+    ///   1.06-1.08x -> 0.53x / 0.85-0.92x / 0.62-0.65x / 0.82-0.87x / 0.97-1.05x.
+    /// - nbits 17-21 and 25-28: three and four steps of seven levels by the packed table
+    ///   [`Tiles::enc_wide`], whose loads do not wait on each other: eight-level steps,
+    ///   each looked up by the state the step before found, gave 0.99-1.17x / 1.13-1.21x
+    ///   against 1.04-1.08x / 1.02-1.07x (and by `enc`, nbits 18 / 21 1.08-1.11x /
+    ///   1.13-1.15x against 1.04-1.05x / 1.01-1.06x).
+    ///
+    /// The number of steps is a constant, so that the shifts are by constants (a shift by
+    /// a variable is 2-3 instructions on x86-64 without BMI2), except the packed table's
+    /// shift by the state after its first step.
     #[inline(always)]
     pub(super) fn encode_chunk<U: Word, O: Word>(
         t: &'static Tiles,
@@ -648,45 +678,39 @@ mod h2tile {
         out: &mut [O],
         nbits: u32,
     ) -> U {
-        let g = nbits.div_ceil(7);
-        let s = t.start[(7 * g - nbits) as usize];
-        // The number of steps a constant, so that the shifts are by constants (a shift by
-        // a variable is 2-3 instructions on x86-64 without BMI2), except the packed
-        // table's shift by the state after its first step.
-        match g {
-            1 => encode_one(t, src, out, s),
-            2 => map2_or_first(src, out, Enc::<2>(&t.enc, s << 14)),
-            // From three steps the packed table, whose loads do not wait on each other
-            // (by `enc`, each step's index holds the state the step before looked up):
-            // nbits 18 / 21 1.08-1.11x / 1.13-1.15x -> 1.04-1.05x / 1.01-1.06x hilbertsfc's
-            // time (both held to SSE2, runs alternating).
-            3 => match s {
-                0 => map2(src, out, EncWide::<3, 0>(&t.enc_wide)),
-                1 => map2(src, out, EncWide::<3, 1>(&t.enc_wide)),
-                2 => map2(src, out, EncWide::<3, 2>(&t.enc_wide)),
-                _ => map2(src, out, EncWide::<3, 3>(&t.enc_wide)),
-            },
+        if (1..=7).contains(&nbits) {
+            return encode_one(t, src, out, t.start[(7 - nbits) as usize]);
+        }
+        if (17..=21).contains(&nbits) || (25..=28).contains(&nbits) {
+            let g = nbits.div_ceil(7);
             // The start state a constant too (the first step's shift by one).
-            4 => match s {
-                0 => map2(src, out, EncWide::<4, 0>(&t.enc_wide)),
-                1 => map2(src, out, EncWide::<4, 1>(&t.enc_wide)),
-                2 => map2(src, out, EncWide::<4, 2>(&t.enc_wide)),
-                _ => map2(src, out, EncWide::<4, 3>(&t.enc_wide)),
-            },
-            _ => match s {
-                0 => map2(src, out, EncWide::<5, 0>(&t.enc_wide)),
-                1 => map2(src, out, EncWide::<5, 1>(&t.enc_wide)),
-                2 => map2(src, out, EncWide::<5, 2>(&t.enc_wide)),
-                _ => map2(src, out, EncWide::<5, 3>(&t.enc_wide)),
-            },
+            return match (g, t.start[(7 * g - nbits) as usize]) {
+                (3, 0) => map2(src, out, EncWide::<3, 0>(&t.enc_wide)),
+                (3, 1) => map2(src, out, EncWide::<3, 1>(&t.enc_wide)),
+                (3, 2) => map2(src, out, EncWide::<3, 2>(&t.enc_wide)),
+                (3, _) => map2(src, out, EncWide::<3, 3>(&t.enc_wide)),
+                (_, 0) => map2(src, out, EncWide::<4, 0>(&t.enc_wide)),
+                (_, 1) => map2(src, out, EncWide::<4, 1>(&t.enc_wide)),
+                (_, 2) => map2(src, out, EncWide::<4, 2>(&t.enc_wide)),
+                (_, _) => map2(src, out, EncWide::<4, 3>(&t.enc_wide)),
+            };
+        }
+        let g = nbits.div_ceil(8);
+        let s = t.start8[(8 * g - nbits) as usize] << 16;
+        match g {
+            1 => map2_or_first(src, out, Enc8::<1>(&t.enc8, s)),
+            2 => map2_or_first(src, out, Enc8::<2>(&t.enc8, s)),
+            3 => map2(src, out, Enc8::<3>(&t.enc8, s)),
+            _ => map2(src, out, Enc8::<4>(&t.enc8, s)),
         }
     }
 
     /// Codes of one chunk at one step (nbits 1-7) from state `s`, in two passes a block:
     /// the table indices and the inputs' OR in lanes (a loop LLVM vectorizes), then one
-    /// lookup a point, a loop of four instructions. In one pass (as [`Enc`]) nbits 5 / 6 /
-    /// 7 ran at 1.07-1.14x / 0.87-1.04x / 0.94-1.00x hilbertsfc's time, in two 0.74-0.77x /
-    /// 0.68-0.72x / 0.68-0.70x (both held to SSE2, runs alternating).
+    /// lookup a point, a loop of four instructions. In one pass (the lookup in the index
+    /// loop) nbits 5 / 6 / 7 ran at 1.07-1.14x / 0.87-1.04x / 0.94-1.00x hilbertsfc's
+    /// time, in two 0.74-0.77x / 0.68-0.72x / 0.68-0.70x (both held to SSE2, runs
+    /// alternating).
     #[inline(always)]
     fn encode_one<U: Word, O: Word>(
         t: &'static Tiles,
@@ -751,7 +775,7 @@ mod h2tile {
         // (lane code) -> 0.95-0.96x; at two steps the first step's own entries (L1) win.
         let w = &t.dec_wide;
         match (g, s >> 14) {
-            (2, _) => put2(codes, dst, Dec::<2>(top, &t.dec, s as u64)),
+            (2, _) => put2(codes, dst, Dec::<2>(top, &t.dec)),
             (3, 0) => put2(codes, dst, DecWide::<3, 0>(w)),
             (3, 1) => put2(codes, dst, DecWide::<3, 1>(w)),
             (3, 2) => put2(codes, dst, DecWide::<3, 2>(w)),
@@ -784,29 +808,31 @@ mod h2tile {
         }
     }
 
-    /// The index of `(x, y)` in `G` steps from state `.1` (at bit 14) by [`Tiles::enc`]
-    /// (the table itself rather than the `Tiles`: through the `Tiles` the loop reloaded
-    /// the table's address after every store), each coordinate below `2^nbits` (the
-    /// missing levels read zeros and give zeros; a larger value gives a meaningless index
-    /// its caller discards).
+    /// The index of `(x, y)` in `G` steps of eight levels from state `.1` (at bit 16) by
+    /// [`Tiles::enc8`] (the table itself rather than the `Tiles`: through the `Tiles` the
+    /// loop reloaded the table's address after every store), each coordinate below
+    /// `2^nbits` (the missing levels read zeros and give zeros; a larger value gives a
+    /// meaningless index its caller discards).
     #[derive(Clone, Copy)]
-    struct Enc<const G: u32>(&'static [u16; 1 << 16], u32);
-    impl<U: Word, O: Word, const G: u32> F2<U, O> for Enc<G> {
+    struct Enc8<const G: u32>(&'static [u32; 1 << 18], u32);
+    impl<U: Word, O: Word, const G: u32> F2<U, O> for Enc8<G> {
         #[inline(always)]
         fn f(&self, a: U, b: U) -> O {
             let (x, y) = (a.to_u64(), b.to_u64());
             let (mut s, mut h) = (self.1, 0u64);
             for c in (0..G).rev() {
-                let i = ((x >> (7 * c)) & 127) << 7 | ((y >> (7 * c)) & 127);
-                let e = self.0[(s | i as u32) as u16 as usize] as u32;
-                h = h.wrapping_shl(14) | (e & 0x3fff) as u64;
-                s = e & !0x3fff;
+                let i = ((x >> (8 * c)) & 255) << 8 | ((y >> (8 * c)) & 255);
+                // The mask keeps the index in the table's range (no bounds check).
+                let e = self.0[((s | i as u32) & 0x3ffff) as usize];
+                h = h.wrapping_shl(16) | (e & 0xffff) as u64;
+                s = e & !0xffff;
             }
             O::from_u64(h)
         }
     }
 
-    /// [`Enc`] by [`Tiles::enc_wide`], from state `S`.
+    /// The index of `(x, y)` in `G` steps of seven levels by [`Tiles::enc_wide`] from
+    /// state `S`, as [`Enc8`].
     #[derive(Clone, Copy)]
     struct EncWide<const G: u32, const S: u32>(&'static [u64; 1 << 14]);
     impl<U: Word, O: Word, const G: u32, const S: u32> F2<U, O> for EncWide<G, S> {
@@ -824,23 +850,18 @@ mod h2tile {
         }
     }
 
-    /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`) from state `.2` (at
-    /// bit 14), as [`Enc`]; the first step by `.0`, the table's entries for that state,
-    /// up to three steps ([`super::h3tile`] says why). Used at two steps; from three,
-    /// [`DecWide`].
+    /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`), as [`Enc8`]; the
+    /// first step by `.0`, the table's entries for the start state. Used at two steps;
+    /// from three, [`DecWide`].
     #[derive(Clone, Copy)]
-    struct Dec<const G: u32>(&'static [u16; 1 << 14], &'static [u16; 1 << 16], u64);
+    struct Dec<const G: u32>(&'static [u16; 1 << 14], &'static [u16; 1 << 16]);
     impl<U: Word, O: Word, const G: u32> G2<U, O> for Dec<G> {
         #[inline(always)]
         fn g(&self, c: U) -> (O, O) {
             let h = c.to_u64();
-            let (mut s, mut x, mut y, g) = if G <= 3 {
-                let e = self.0[((h >> (14 * (G - 1))) & 0x3fff) as usize] as u64;
-                (e & !0x3fff, (e >> 7) & 127, e & 127, G - 1)
-            } else {
-                (self.2, 0, 0, G)
-            };
-            for c in (0..g).rev() {
+            let e = self.0[((h >> (14 * (G - 1))) & 0x3fff) as usize] as u64;
+            let (mut s, mut x, mut y) = (e & !0x3fff, (e >> 7) & 127, e & 127);
+            for c in (0..G - 1).rev() {
                 let q = (h >> (14 * c)) & 0x3fff;
                 let e = self.1[(s | q) as u16 as usize] as u64;
                 x = x << 7 | ((e >> 7) & 127);
@@ -2429,9 +2450,7 @@ fn encode_chunk<U: Word, O: Word>(
 ) -> U {
     match (curve, d) {
         (Curve::Hilbert, 2) => match h2tile::tiles() {
-            Some(t) if step == MortonStep::Generic && h2tile::encodes(nbits) => {
-                h2tile::encode_chunk(t, src, out, nbits)
-            }
+            Some(t) if step == MortonStep::Generic => h2tile::encode_chunk(t, src, out, nbits),
             _ => map2(src, out, H2E(nbits)),
         },
         (Curve::Hilbert, _) => match h3tile::tiles() {
