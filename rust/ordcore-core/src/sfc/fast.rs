@@ -4110,21 +4110,8 @@ fn morton3_lut_encode<U: Word, O: Word>(
             _ => rows3::morton3_ms::<8, 8, false>(ptrs, n, o, sh),
         }
     };
-    let rest = match src {
-        Src::Rows(s) => Src::Rows(&s[3 * done..]),
-        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
-    };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(
-        k,
-        curve,
-        3,
-        nbits,
-        rest,
-        &mut out[done..],
-        MortonStep::Generic,
-    );
-    Some(tail.or(U::from_u64(a)))
+    Some(encode_tail(k, curve, 3, nbits, src, out, done, a))
 }
 
 /// Whether this CPU has GFNI (with the AVX-512 VBMI set of [`fast9`]).
@@ -5374,20 +5361,349 @@ fn encode2_avx2<U: Word, O: Word>(
             (b / w, a)
         }
     };
+    Some(encode_tail(k, curve, 2, nbits, src, out, done, a))
+}
+
+/// The points of a chunk after its first `done`, which a SIMD kernel coded, on the
+/// generic loop; returns the OR of their input values and `acc` (the first `done`'s).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn encode_tail<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    d: usize,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+    done: usize,
+    acc: u64,
+) -> U {
     let rest = match src {
-        Src::Rows(s) => Src::Rows(&s[2 * done..]),
-        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
+        Src::Rows(s) => Src::Rows(&s[d * done..]),
+        Src::Cols([x, y, z]) => {
+            Src::Cols([&x[done..], &y[done..], if d == 3 { &z[done..] } else { z }])
+        }
     };
     let tail = encode_chunk_k::<U, O>(
         k,
         curve,
-        2,
+        d,
         nbits,
         rest,
         &mut out[done..],
         MortonStep::Generic,
     );
-    Some(tail.or(U::from_u64(a)))
+    tail.or(U::from_u64(acc))
+}
+
+/// [`encode_tail`] for 2-D decoding: the codes after the first `done`; returns the OR of
+/// the codes.
+#[cfg(target_arch = "x86_64")]
+fn decode_tail<U: Word, O: Word>(
+    k: Kernel,
+    curve: Curve,
+    nbits: u32,
+    codes: &[U],
+    dst: Dst<'_, O>,
+    done: usize,
+    acc: u64,
+) -> U {
+    let rest = match dst {
+        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
+        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
+    };
+    let tail = decode_chunk_k::<U, O>(
+        k,
+        curve,
+        2,
+        nbits,
+        &codes[done..],
+        rest,
+        MortonStep::Generic,
+    );
+    tail.or(U::from_u64(acc))
+}
+
+/// 2-D Morton coding for the portable kernel on x86-64, in SSE2 (which every x86-64 CPU
+/// has). As in [`nib2`], the code of two `w`-byte coordinates is a byte stream transform:
+/// `punpcklbw` / `punpckhbw` pair the coordinates' bytes (the magic-number spreads' steps by
+/// 16 and 8 bits, for both coordinates in one instruction), then three delta swaps in each
+/// 16-bit lane interleave the pair's bits (the outer perfect shuffle of Hacker's Delight,
+/// 7-2). Decoding runs the swaps in reverse and splits the lanes' bytes by `packuswb`.
+/// LLVM's SSE2 code for the spreads runs up to five shift/mask steps on each coordinate
+/// in lanes of the code's width (two `uint64` lanes a register).
+#[cfg(target_arch = "x86_64")]
+mod swar2 {
+    use std::arch::x86_64::*;
+
+    /// One delta swap: the bits of `m` exchanged with those `S` above them.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn swap<const S: i32>(v: __m128i, m: i16) -> __m128i {
+        let t = _mm_and_si128(_mm_xor_si128(v, _mm_srli_epi16::<S>(v)), _mm_set1_epi16(m));
+        _mm_xor_si128(v, _mm_xor_si128(t, _mm_slli_epi16::<S>(t)))
+    }
+
+    /// Per 16-bit lane: bit `j` of the low byte to bit `2 j`, of the high byte to `2 j + 1`.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn shuffle(v: __m128i) -> __m128i {
+        swap::<1>(swap::<2>(swap::<4>(v, 0x00F0), 0x0C0C), 0x2222)
+    }
+
+    /// Inverse of [`shuffle`].
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn unshuffle(v: __m128i) -> __m128i {
+        swap::<4>(swap::<2>(swap::<1>(v, 0x2222), 0x0C0C), 0x00F0)
+    }
+
+    /// The OR of `acc`'s words of `w` bytes.
+    #[target_feature(enable = "sse2")]
+    fn fold(acc: __m128i, w: usize) -> u64 {
+        let mut v = [0u8; 32];
+        // SAFETY: `v` has room for 16 bytes.
+        unsafe { _mm_storeu_si128(v.as_mut_ptr().cast(), acc) };
+        super::nib3::fold(v, w)
+    }
+
+    /// Interleaves the first `n / 16 * 16` bytes of `a` (even bits) and `b` (odd bits),
+    /// words of `w` bytes, into `2 * w`-byte codes at `out`. Returns the bytes of each
+    /// input done and the OR of their words.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `a` and `b` readable for `n` bytes, `out` writable for
+    /// `2 * n`; `w` is 1, 2 or 4.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn cols(
+        a: *const u8,
+        b: *const u8,
+        n: usize,
+        w: usize,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let x = _mm_loadu_si128(a.add(i).cast());
+                let y = _mm_loadu_si128(b.add(i).cast());
+                acc = _mm_or_si128(acc, _mm_or_si128(x, y));
+                _mm_storeu_si128(out.add(2 * i).cast(), shuffle(_mm_unpacklo_epi8(x, y)));
+                _mm_storeu_si128(out.add(2 * i + 16).cast(), shuffle(_mm_unpackhi_epi8(x, y)));
+            }
+            i += 16;
+        }
+        (i, fold(acc, w))
+    }
+
+    /// De-interleaves the first `n / 32 * 32` bytes of `2 * w`-byte codes at `c`: their
+    /// even bits to `x`, odd bits to `y`, words of `w` bytes. Returns the code bytes done
+    /// and the OR of the codes.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `c` readable for `n` bytes; `x` and `y` writable for
+    /// `n / 2`; `w` is 1, 2 or 4.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn cols_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        x: *mut u8,
+        y: *mut u8,
+    ) -> (usize, u64) {
+        let low = _mm_set1_epi16(0x00FF);
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: `i + 32 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let v0 = _mm_loadu_si128(c.add(i).cast());
+                let v1 = _mm_loadu_si128(c.add(i + 16).cast());
+                acc = _mm_or_si128(acc, _mm_or_si128(v0, v1));
+                let (u0, u1) = (unshuffle(v0), unshuffle(v1));
+                // Every lane below 256 as the packs read it (signed): no saturation.
+                let xs = _mm_packus_epi16(_mm_and_si128(u0, low), _mm_and_si128(u1, low));
+                let ys = _mm_packus_epi16(_mm_srli_epi16::<8>(u0), _mm_srli_epi16::<8>(u1));
+                _mm_storeu_si128(x.add(i / 2).cast(), xs);
+                _mm_storeu_si128(y.add(i / 2).cast(), ys);
+            }
+            i += 32;
+        }
+        (i, fold(acc, 2 * w))
+    }
+
+    /// Per `2 * w`-byte row of `v`: its first word's bytes in bytes 0-7 (row order), its
+    /// second word's in bytes 8-15.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn split(v: __m128i, w: usize) -> __m128i {
+        const O: i32 = 0b11_01_10_00; // words 0, 2, 1, 3
+        match w {
+            // Rows of two bytes: the lanes' low bytes, then their high bytes.
+            1 => {
+                let low = _mm_set1_epi16(0x00FF);
+                _mm_packus_epi16(_mm_and_si128(v, low), _mm_srli_epi16::<8>(v))
+            }
+            2 => _mm_shuffle_epi32::<O>(_mm_shufflehi_epi16::<O>(_mm_shufflelo_epi16::<O>(v))),
+            _ => _mm_shuffle_epi32::<O>(v),
+        }
+    }
+
+    /// Codes of the `n / 16 * 16 / (2 * w)` leading rows of `w`-byte words at `r`
+    /// (row-major pairs), first word on the even bits (odd where `swap`), into `out`.
+    /// Returns the bytes done and the OR of their words.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `r` readable and `out` writable for `n` bytes; `w` is 1,
+    /// 2 or 4.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn rows(
+        r: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the load and store lie within the caller's bounds.
+            unsafe {
+                let v = _mm_loadu_si128(r.add(i).cast());
+                acc = _mm_or_si128(acc, v);
+                let f = split(v, w);
+                let (a, b) = (f, _mm_srli_si128::<8>(f));
+                let (a, b) = if swap { (b, a) } else { (a, b) };
+                _mm_storeu_si128(out.add(i).cast(), shuffle(_mm_unpacklo_epi8(a, b)));
+            }
+            i += 16;
+        }
+        (i, fold(acc, w))
+    }
+
+    /// Rows (row-major pairs of `w`-byte words) of the first `n / 32 * 32` bytes of
+    /// `2 * w`-byte codes at `c`: their even bits first (odd where `swap`). Returns the
+    /// code bytes done and the OR of the codes.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `c` readable and `out` writable for `n` bytes; `w` is 1,
+    /// 2 or 4.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn rows_dec(
+        c: *const u8,
+        n: usize,
+        w: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let low = _mm_set1_epi16(0x00FF);
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: `i + 32 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let v0 = _mm_loadu_si128(c.add(i).cast());
+                let v1 = _mm_loadu_si128(c.add(i + 16).cast());
+                acc = _mm_or_si128(acc, _mm_or_si128(v0, v1));
+                let (u0, u1) = (unshuffle(v0), unshuffle(v1));
+                let xs = _mm_packus_epi16(_mm_and_si128(u0, low), _mm_and_si128(u1, low));
+                let ys = _mm_packus_epi16(_mm_srli_epi16::<8>(u0), _mm_srli_epi16::<8>(u1));
+                let (a, b) = if swap { (ys, xs) } else { (xs, ys) };
+                let (lo, hi) = match w {
+                    1 => (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)),
+                    2 => (_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)),
+                    _ => (_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)),
+                };
+                _mm_storeu_si128(out.add(i).cast(), lo);
+                _mm_storeu_si128(out.add(i + 16).cast(), hi);
+            }
+            i += 32;
+        }
+        (i, fold(acc, 2 * w))
+    }
+}
+
+/// Whether the portable kernel codes 2-D Morton by [`swar2`] (x86-64): coordinates
+/// (`U`) half as wide as the code (`O`), `uint8` to `uint32`.
+#[cfg(target_arch = "x86_64")]
+fn swar2_fits<U: Word, O: Word>(k: Kernel) -> bool {
+    k == Kernel::Portable && O::BITS == 2 * U::BITS && U::BITS <= 32
+}
+
+/// 2-D Morton codes of one chunk on the portable kernel by [`swar2::cols`] /
+/// [`swar2::rows`], the tail on the generic loop; `None` unless [`swar2_fits`]. Returns
+/// the OR of the input values.
+#[cfg(target_arch = "x86_64")]
+fn morton2_swar_encode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    if !swar2_fits::<U, O>(k) {
+        return None;
+    }
+    let n = out.len();
+    let w = (U::BITS / 8) as usize;
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    // SAFETY (both): SSE2 is part of x86-64; the input holds `2 * n` words of `w` bytes
+    // and the output `n` codes of `2 * w` bytes (asserted, and `swar2_fits`).
+    let (done, acc) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 2 * n);
+            let (b, a) = unsafe { swar2::rows(s.as_ptr().cast(), 2 * n * w, w, msb, o) };
+            (b / (2 * w), a)
+        }
+        Src::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (a, b) = if msb { (y, x) } else { (x, y) };
+            let (b, a) = unsafe { swar2::cols(a.as_ptr().cast(), b.as_ptr().cast(), n * w, w, o) };
+            (b / w, a)
+        }
+    };
+    let curve = Curve::Morton { msb };
+    Some(encode_tail(k, curve, 2, nbits, src, out, done, acc))
+}
+
+/// 2-D Morton coordinates of one chunk of codes on the portable kernel by
+/// [`swar2::cols_dec`] / [`swar2::rows_dec`], the tail on the generic loop. Returns the
+/// OR of the codes.
+///
+/// # Panics
+/// Unless [`swar2_fits`] for `(O, U)`.
+#[cfg(target_arch = "x86_64")]
+fn morton2_swar_decode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    codes: &[U],
+    mut dst: Dst<'_, O>,
+) -> U {
+    assert!(swar2_fits::<O, U>(k));
+    let n = codes.len();
+    let w = (O::BITS / 8) as usize;
+    let c: *const u8 = codes.as_ptr().cast();
+    // SAFETY (both): SSE2 is part of x86-64; the codes are `n` words of `2 * w` bytes and
+    // the output holds `2 * n` words of `w` bytes (asserted, and `swar2_fits`).
+    let (done, acc) = match &mut dst {
+        Dst::Rows(o) => {
+            assert!(o.len() >= 2 * n);
+            let (b, a) = unsafe { swar2::rows_dec(c, 2 * n * w, w, msb, o.as_mut_ptr().cast()) };
+            (b / (2 * w), a)
+        }
+        Dst::Cols([x, y, _]) => {
+            assert!(x.len() >= n && y.len() >= n);
+            let (x, y) = if msb { (y, x) } else { (x, y) };
+            let (xp, yp) = (x.as_mut_ptr().cast(), y.as_mut_ptr().cast());
+            let (b, a) = unsafe { swar2::cols_dec(c, 2 * n * w, w, xp, yp) };
+            (b / (2 * w), a)
+        }
+    };
+    let curve = Curve::Morton { msb };
+    decode_tail(k, curve, nbits, codes, dst, done, acc)
 }
 
 /// 2-D Morton codes of one chunk of `uint8` coordinates into `uint8` (at most 4 bits) on
@@ -5423,21 +5739,8 @@ fn morton2_same8<U: Word, O: Word>(
             unsafe { nib2::cols8(x.as_ptr().cast(), y.as_ptr().cast(), n, o) }
         }
     };
-    let rest = match src {
-        Src::Rows(s) => Src::Rows(&s[2 * done..]),
-        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
-    };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(
-        k,
-        curve,
-        2,
-        nbits,
-        rest,
-        &mut out[done..],
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    encode_tail(k, curve, 2, nbits, src, out, done, a)
 }
 
 /// 2-D Morton coordinates of one chunk of `uint8` codes into `uint8` on the AVX2 kernel
@@ -5472,21 +5775,8 @@ fn morton2_dec8<U: Word, O: Word>(
             unsafe { nib2::dec8(c, n, false, xp, yp) }
         }
     };
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
-    };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(
-        k,
-        curve,
-        2,
-        nbits,
-        &codes[done..],
-        rest,
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    decode_tail(k, curve, nbits, codes, dst, done, a)
 }
 
 /// Whether [`decode2_avx2`] takes 2-D codes of type `U` into coordinates of type `O` on
@@ -5595,20 +5885,7 @@ fn decode2_avx2<U: Word, O: Word>(
             (b / (2 * w), a)
         }
     };
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
-    };
-    let tail = decode_chunk_k::<U, O>(
-        k,
-        curve,
-        2,
-        nbits,
-        &codes[done..],
-        rest,
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    decode_tail(k, curve, nbits, codes, dst, done, a)
 }
 
 /// 3-D Morton encoding on AVX2 by 16-entry nibble tables (`vpshufb`): byte `j` of the
@@ -6126,21 +6403,8 @@ fn morton3_avx2_encode<U: Word, O: Word>(
     // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
     // kernel's pairs (checked above); lengths asserted above.
     let (done, a) = unsafe { nib3_encode_prefix::<U, O>(ptrs, rows, n, o, sh) };
-    let rest = match src {
-        Src::Rows(s) => Src::Rows(&s[3 * done..]),
-        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], &z[done..]]),
-    };
     let curve = Curve::Morton { msb };
-    let tail = encode_chunk_k::<U, O>(
-        k,
-        curve,
-        3,
-        nbits,
-        rest,
-        &mut out[done..],
-        MortonStep::Generic,
-    );
-    Some(tail.or(U::from_u64(a)))
+    Some(encode_tail(k, curve, 3, nbits, src, out, done, a))
 }
 
 /// Whether [`morton3_avx2_decode`] takes 3-D Morton codes of type `U` into coordinates of
@@ -6522,20 +6786,7 @@ fn encode2_avx512<U: Word, O: Word>(
             (_, false) => m2z::encode::<4, false>(ptrs, n, msb, o),
         }
     };
-    let rest = match src {
-        Src::Rows(s) => Src::Rows(&s[2 * done..]),
-        Src::Cols([x, y, z]) => Src::Cols([&x[done..], &y[done..], z]),
-    };
-    let tail = encode_chunk_k::<U, O>(
-        k,
-        curve,
-        2,
-        nbits,
-        rest,
-        &mut out[done..],
-        MortonStep::Generic,
-    );
-    Some(tail.or(U::from_u64(a)))
+    Some(encode_tail(k, curve, 2, nbits, src, out, done, a))
 }
 
 /// 2-D Morton coordinates of one chunk of codes by [`m2z::decode`] where [`m2z_fits`]
@@ -6574,21 +6825,8 @@ fn morton2_avx512_decode<U: Word, O: Word>(
             (_, false) => m2z::decode::<4, false>(c, n, msb, ptrs),
         }
     };
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
-    };
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(
-        k,
-        curve,
-        2,
-        nbits,
-        &codes[done..],
-        rest,
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    decode_tail(k, curve, nbits, codes, dst, done, a)
 }
 
 // --- drivers ------------------------------------------------------------------------------
@@ -6754,6 +6992,13 @@ pub fn encode_into<T: Coord, O: Word>(
         #[cfg(target_arch = "x86_64")]
         if d == 2 {
             if let Some(acc) = encode2_avx2(k, curve, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+        }
+        // 2-D Morton on the portable kernel: SSE2 unpacks and swaps.
+        #[cfg(target_arch = "x86_64")]
+        if let (Curve::Morton { msb }, 2) = (curve, d) {
+            if let Some(acc) = morton2_swar_encode(k, msb, nbits, part, o) {
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }
@@ -6970,6 +7215,12 @@ pub fn decode_into<T: Coord, O: Word>(
             (curve, d, same8, <T::Unsigned as Word>::BITS, O::BITS)
         {
             let a = morton2_dec8(k, msb, nbits, part, o);
+            return Ok(a.to_u64() & !limit != 0);
+        }
+        // 2-D Morton on the portable kernel: SSE2 swaps and packs.
+        #[cfg(target_arch = "x86_64")]
+        if let (Curve::Morton { msb }, 2, true) = (curve, d, swar2_fits::<O, T::Unsigned>(k)) {
+            let a = morton2_swar_decode(k, msb, nbits, part, o);
             return Ok(a.to_u64() & !limit != 0);
         }
         // 2-D codes twice as wide as the coordinates on AVX2: nibble-table compactions.
