@@ -475,11 +475,14 @@ impl<'a, O> Dst<'a, O> {
         }
     }
 
-    /// The 3-D points after the first `done`.
-    fn after3(self, done: usize) -> Self {
+    /// The points (of `d` coordinates) after the first `done`.
+    fn after(self, d: usize, done: usize) -> Self {
         match self {
-            Dst::Rows(o) => Dst::Rows(&mut o[3 * done..]),
-            Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], &mut z[done..]]),
+            Dst::Rows(o) => Dst::Rows(&mut o[d * done..]),
+            Dst::Cols([x, y, z]) => {
+                let z = if d == 3 { &mut z[done..] } else { z };
+                Dst::Cols([&mut x[done..], &mut y[done..], z])
+            }
         }
     }
 }
@@ -3034,7 +3037,7 @@ mod hil9 {
             3,
             nbits,
             &codes[done..],
-            dst.after3(done),
+            dst.after(3, done),
             MortonStep::of(k),
         );
         tail.or(U::from_u64(a))
@@ -4208,18 +4211,8 @@ fn morton3_lut_decode<U: Word, O: Word>(
     let mut dst = dst;
     // SAFETY: `morton3_lut_decodes` checked the CPU features and the types.
     let (done, a) = unsafe { morton3_dec_prefix(codes, 0, &mut dst, sh, nbits) };
-    let rest = dst.after3(done);
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(
-        k,
-        curve,
-        3,
-        nbits,
-        &codes[done..],
-        rest,
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    decode_tail(k, curve, 3, nbits, codes, dst, done, a)
 }
 
 /// 2-D bit interleaves on AVX2 by 16-entry nibble tables (`vpshufb`): each byte of the two
@@ -5396,29 +5389,27 @@ fn encode_tail<U: Word, O: Word>(
     tail.or(U::from_u64(acc))
 }
 
-/// [`encode_tail`] for 2-D decoding: the codes after the first `done`; returns the OR of
-/// the codes.
+/// [`encode_tail`] for decoding: the codes after the first `done`; returns the OR of the
+/// codes.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 fn decode_tail<U: Word, O: Word>(
     k: Kernel,
     curve: Curve,
+    d: usize,
     nbits: u32,
     codes: &[U],
     dst: Dst<'_, O>,
     done: usize,
     acc: u64,
 ) -> U {
-    let rest = match dst {
-        Dst::Rows(o) => Dst::Rows(&mut o[2 * done..]),
-        Dst::Cols([x, y, z]) => Dst::Cols([&mut x[done..], &mut y[done..], z]),
-    };
     let tail = decode_chunk_k::<U, O>(
         k,
         curve,
-        2,
+        d,
         nbits,
         &codes[done..],
-        rest,
+        dst.after(d, done),
         MortonStep::Generic,
     );
     tail.or(U::from_u64(acc))
@@ -5703,7 +5694,7 @@ fn morton2_swar_decode<U: Word, O: Word>(
         }
     };
     let curve = Curve::Morton { msb };
-    decode_tail(k, curve, nbits, codes, dst, done, acc)
+    decode_tail(k, curve, 2, nbits, codes, dst, done, acc)
 }
 
 /// 2-D Morton codes of one chunk of `uint8` coordinates into `uint8` (at most 4 bits) on
@@ -5776,7 +5767,7 @@ fn morton2_dec8<U: Word, O: Word>(
         }
     };
     let curve = Curve::Morton { msb };
-    decode_tail(k, curve, nbits, codes, dst, done, a)
+    decode_tail(k, curve, 2, nbits, codes, dst, done, a)
 }
 
 /// Whether [`decode2_avx2`] takes 2-D codes of type `U` into coordinates of type `O` on
@@ -5885,7 +5876,7 @@ fn decode2_avx2<U: Word, O: Word>(
             (b / (2 * w), a)
         }
     };
-    decode_tail(k, curve, nbits, codes, dst, done, a)
+    decode_tail(k, curve, 2, nbits, codes, dst, done, a)
 }
 
 /// 3-D Morton encoding on AVX2 by 16-entry nibble tables (`vpshufb`): byte `j` of the
@@ -6471,18 +6462,8 @@ fn morton3_avx2_decode<U: Word, O: Word>(
     // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
     // kernel's pairs (checked above); lengths asserted by `ptrs3`.
     let (done, a) = unsafe { nib3_decode_prefix::<U, O>(codes, nbits, ptrs, rows, sh) };
-    let rest = dst.after3(done);
     let curve = Curve::Morton { msb };
-    let tail = decode_chunk_k::<U, O>(
-        k,
-        curve,
-        3,
-        nbits,
-        &codes[done..],
-        rest,
-        MortonStep::Generic,
-    );
-    tail.or(U::from_u64(a))
+    decode_tail(k, curve, 3, nbits, codes, dst, done, a)
 }
 
 /// 2-D Morton kernels on AVX-512 VBMI with GFNI, codes twice as wide as the coordinates
@@ -6826,7 +6807,7 @@ fn morton2_avx512_decode<U: Word, O: Word>(
         }
     };
     let curve = Curve::Morton { msb };
-    decode_tail(k, curve, nbits, codes, dst, done, a)
+    decode_tail(k, curve, 2, nbits, codes, dst, done, a)
 }
 
 // --- drivers ------------------------------------------------------------------------------
