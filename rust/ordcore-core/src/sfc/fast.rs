@@ -653,23 +653,25 @@ mod h2tile {
     }
 
     /// Codes of one chunk of points of `nbits` bits; returns the OR of the input values.
-    ///
-    /// The steps (ratios to hilbertsfc's time, both held to SSE2, runs alternating,
-    /// separate arrays of 1M points):
+    /// Every width runs in two passes a block ([`encode_one`], [`two_pass`]): the steps'
+    /// table indices first, in vector lanes, then the lookups. Against the lookups with the indices computed in their own loop
+    /// (ratios to hilbertsfc's time, both held to SSE2, runs alternating, separate arrays
+    /// of 1M points): nbits 8 0.50-0.52x -> 0.42-0.44x, 9-14 0.90-1.00x -> 0.77-0.87x,
+    /// 15-16 0.67-0.71x -> 0.56-0.62x, 17-21 0.93-1.07x -> 0.96-1.03x, 25-28 1.02-1.04x
+    /// -> 0.91-1.01x. The steps:
     /// - nbits 1-7: one step of seven levels by [`encode_one`] (nbits 5-7 had run the lane
     ///   code at 1.9-2.3x, the 7-bit lookup gives 0.65-0.78x; nbits 1-4 0.75-0.87x). One
     ///   step of eight levels, whose table is 1 MiB against 32 KiB a state, gave
-    ///   0.78-0.96x against 0.74-0.90x.
-    /// - nbits 8-16, 22-24 and 29-32: steps of eight levels by [`Tiles::enc8`], one step
-    ///   fewer than seven levels a step take at nbits 8 (the lane code before), 15-16,
-    ///   22-24 and 29-32, and faster at the same two steps at nbits 9-14: nbits 8 / 9-14 /
-    ///   15-16 / 22-24 / 29-32 0.99-1.00x / 0.94-0.97x / 1.00-1.06x / 1.01-1.04x /
-    ///   1.06-1.08x -> 0.53x / 0.85-0.92x / 0.62-0.65x / 0.82-0.87x / 0.97-1.05x.
-    /// - nbits 17-21 and 25-28: three and four steps of seven levels by the packed table
-    ///   [`Tiles::enc_wide`], whose loads do not wait on each other: eight-level steps,
-    ///   each looked up by the state the step before found, gave 0.99-1.17x / 1.13-1.21x
-    ///   against 1.04-1.08x / 1.02-1.07x (and by `enc`, nbits 18 / 21 1.08-1.11x /
-    ///   1.13-1.15x against 1.04-1.05x / 1.01-1.06x).
+    ///   0.78-0.96x against 0.74-0.90x; [`two_pass`] 1.04-1.23x (one run).
+    /// - nbits 8-16: one or two steps of eight levels by [`Tiles::enc8`], one step fewer
+    ///   than seven levels a step take at nbits 8 and 15-16, and faster at the same two
+    ///   steps at nbits 9-14 (one pass: nbits 8 / 9-14 / 15-16 0.99-1.00x / 0.94-0.97x /
+    ///   1.00-1.06x -> 0.53x / 0.85-0.92x / 0.62-0.65x).
+    /// - nbits 17-32: three to five steps of seven levels by the packed table
+    ///   [`Tiles::enc_wide`], whose loads do not wait on each other. Eight-level steps,
+    ///   each looked up by the state the step before found, in two passes too: nbits
+    ///   22-24 0.92-1.00x against 0.90-0.93x, 29-32 1.07-1.15x against 0.93-0.98x; in
+    ///   one pass nbits 17-21 / 25-28 0.99-1.17x / 1.13-1.21x.
     ///
     /// The number of steps is a constant, so that the shifts are by constants (a shift by
     /// a variable is 2-3 instructions on x86-64 without BMI2), except the packed table's
@@ -684,28 +686,134 @@ mod h2tile {
         if (1..=7).contains(&nbits) {
             return encode_one(t, src, out, t.start[(7 - nbits) as usize]);
         }
-        if (17..=21).contains(&nbits) || (25..=28).contains(&nbits) {
+        if nbits >= 17 {
+            let w = &t.enc_wide;
             let g = nbits.div_ceil(7);
             // The start state a constant too (the first step's shift by one).
             return match (g, t.start[(7 * g - nbits) as usize]) {
-                (3, 0) => map2(src, out, EncWide::<3, 0>(&t.enc_wide)),
-                (3, 1) => map2(src, out, EncWide::<3, 1>(&t.enc_wide)),
-                (3, 2) => map2(src, out, EncWide::<3, 2>(&t.enc_wide)),
-                (3, _) => map2(src, out, EncWide::<3, 3>(&t.enc_wide)),
-                (_, 0) => map2(src, out, EncWide::<4, 0>(&t.enc_wide)),
-                (_, 1) => map2(src, out, EncWide::<4, 1>(&t.enc_wide)),
-                (_, 2) => map2(src, out, EncWide::<4, 2>(&t.enc_wide)),
-                (_, _) => map2(src, out, EncWide::<4, 3>(&t.enc_wide)),
+                (3, 0) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 0>(w, i, k)),
+                (3, 1) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 1>(w, i, k)),
+                (3, 2) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 2>(w, i, k)),
+                (3, _) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 3>(w, i, k)),
+                (4, 0) => two_pass::<U, O, 4, 7>(src, out, |i, k| wide::<4, 0>(w, i, k)),
+                (4, 1) => two_pass::<U, O, 4, 7>(src, out, |i, k| wide::<4, 1>(w, i, k)),
+                (4, 2) => two_pass::<U, O, 4, 7>(src, out, |i, k| wide::<4, 2>(w, i, k)),
+                (4, _) => two_pass::<U, O, 4, 7>(src, out, |i, k| wide::<4, 3>(w, i, k)),
+                (_, 0) => two_pass::<U, O, 5, 7>(src, out, |i, k| wide::<5, 0>(w, i, k)),
+                (_, 1) => two_pass::<U, O, 5, 7>(src, out, |i, k| wide::<5, 1>(w, i, k)),
+                (_, 2) => two_pass::<U, O, 5, 7>(src, out, |i, k| wide::<5, 2>(w, i, k)),
+                (_, _) => two_pass::<U, O, 5, 7>(src, out, |i, k| wide::<5, 3>(w, i, k)),
             };
         }
+        let e = &t.enc8;
         let g = nbits.div_ceil(8);
         let s = t.start8[(8 * g - nbits) as usize] << 16;
         match g {
-            1 => map2_or_first(src, out, Enc8::<1>(&t.enc8, s)),
-            2 => map2_or_first(src, out, Enc8::<2>(&t.enc8, s)),
-            3 => map2(src, out, Enc8::<3>(&t.enc8, s)),
-            _ => map2(src, out, Enc8::<4>(&t.enc8, s)),
+            1 => two_pass::<U, O, 1, 8>(src, out, |i, k| eight::<1>(e, s, i, k)),
+            _ => two_pass::<U, O, 2, 8>(src, out, |i, k| eight::<2>(e, s, i, k)),
         }
+    }
+
+    /// The index of a point in `G` steps of seven levels by [`Tiles::enc_wide`] from
+    /// state `S`, the steps' table indices in `idx[..][k]` ([`two_pass`]).
+    #[inline(always)]
+    fn wide<const G: usize, const S: u32>(
+        tab: &[u64; 1 << 14],
+        idx: &[[u16; BLOCK]; G],
+        k: usize,
+    ) -> u64 {
+        let (mut s, mut h) = (S, 0u64);
+        for c in (0..G).rev() {
+            let v = (tab[(idx[c][k] & 0x3fff) as usize] >> (16 * s)) as u32;
+            h = h.wrapping_shl(14) | ((v >> 2) & 0x3fff) as u64;
+            s = v & 3;
+        }
+        h
+    }
+
+    /// The index of a point in `G` steps of eight levels by [`Tiles::enc8`] from state
+    /// `s0` (at bit 16), as [`wide`]; each step's lookup takes the state the step before
+    /// found.
+    #[inline(always)]
+    fn eight<const G: usize>(
+        tab: &[u32; 1 << 18],
+        s0: u32,
+        idx: &[[u16; BLOCK]; G],
+        k: usize,
+    ) -> u64 {
+        let (mut s, mut h) = (s0, 0u64);
+        for c in (0..G).rev() {
+            // The mask keeps the index in the table's range (no bounds check).
+            let e = tab[((s | idx[c][k] as u32) & 0x3ffff) as usize];
+            h = h << 16 | (e & 0xffff) as u64;
+            s = e & !0xffff;
+        }
+        h
+    }
+
+    /// Bits `sh..sh + W` of `a` above those of `b`: a step's table index (0 where `sh`
+    /// is past the type).
+    #[inline(always)]
+    fn key<U: Word, const W: u32>(a: U, b: U, sh: u32) -> u16 {
+        if sh >= U::BITS {
+            return 0;
+        }
+        let m = U::from_u64((1u64 << W) - 1);
+        if U::BITS < 16 {
+            let m = m.to_u64();
+            return ((a.to_u64() >> sh & m) << W | (b.to_u64() >> sh & m)) as u16;
+        }
+        (a.shr(sh).and(m).shl(W).or(b.shr(sh).and(m))).to_u64() as u16
+    }
+
+    /// Codes of one chunk in two passes a block of [`BLOCK`] points: the `G` steps'
+    /// table indices (`W` bits of each coordinate, [`key`]) into a buffer a step, and the
+    /// inputs' OR, in loops LLVM vectorizes; then `look(&buf, k)`, point `k`'s code, in a
+    /// loop of the lookups alone. A coordinate of more than `nbits` bits gives a
+    /// meaningless code its caller discards (the range check on the OR).
+    #[inline(always)]
+    fn two_pass<U: Word, O: Word, const G: usize, const W: u32>(
+        src: Src<'_, U>,
+        out: &mut [O],
+        look: impl Fn(&[[u16; BLOCK]; G], usize) -> u64,
+    ) -> U {
+        let mut acc = U::default();
+        let mut idx = [[0u16; BLOCK]; G];
+        match src {
+            Src::Cols([x, y, _]) => {
+                let n = out.len().min(x.len()).min(y.len());
+                let it = out[..n]
+                    .chunks_mut(BLOCK)
+                    .zip(x[..n].chunks(BLOCK))
+                    .zip(y[..n].chunks(BLOCK));
+                for ((o, x), y) in it {
+                    for (c, ic) in idx.iter_mut().enumerate() {
+                        for ((i, &a), &b) in ic.iter_mut().zip(x).zip(y) {
+                            *i = key::<U, W>(a, b, W * c as u32);
+                        }
+                    }
+                    acc = acc.or(or_all(x)).or(or_all(y));
+                    for (k, o) in o.iter_mut().enumerate() {
+                        *o = O::from_u64(look(&idx, k));
+                    }
+                }
+            }
+            Src::Rows(r) => {
+                let n = out.len().min(r.len() / 2);
+                for (o, r) in out[..n].chunks_mut(BLOCK).zip(r[..2 * n].chunks(2 * BLOCK)) {
+                    for (c, ic) in idx.iter_mut().enumerate() {
+                        for (i, p) in ic.iter_mut().zip(r.chunks_exact(2)) {
+                            *i = key::<U, W>(p[0], p[1], W * c as u32);
+                        }
+                    }
+                    acc = acc.or(or_all(r));
+                    for (k, o) in o.iter_mut().enumerate() {
+                        *o = O::from_u64(look(&idx, k));
+                    }
+                }
+            }
+        }
+        acc
     }
 
     /// Codes of one chunk at one step (nbits 1-7) from state `s`, in two passes a block:
@@ -811,49 +919,7 @@ mod h2tile {
         }
     }
 
-    /// The index of `(x, y)` in `G` steps of eight levels from state `.1` (at bit 16) by
-    /// [`Tiles::enc8`] (the table itself rather than the `Tiles`: through the `Tiles` the
-    /// loop reloaded the table's address after every store), each coordinate below
-    /// `2^nbits` (the missing levels read zeros and give zeros; a larger value gives a
-    /// meaningless index its caller discards).
-    #[derive(Clone, Copy)]
-    struct Enc8<const G: u32>(&'static [u32; 1 << 18], u32);
-    impl<U: Word, O: Word, const G: u32> F2<U, O> for Enc8<G> {
-        #[inline(always)]
-        fn f(&self, a: U, b: U) -> O {
-            let (x, y) = (a.to_u64(), b.to_u64());
-            let (mut s, mut h) = (self.1, 0u64);
-            for c in (0..G).rev() {
-                let i = ((x >> (8 * c)) & 255) << 8 | ((y >> (8 * c)) & 255);
-                // The mask keeps the index in the table's range (no bounds check).
-                let e = self.0[((s | i as u32) & 0x3ffff) as usize];
-                h = h.wrapping_shl(16) | (e & 0xffff) as u64;
-                s = e & !0xffff;
-            }
-            O::from_u64(h)
-        }
-    }
-
-    /// The index of `(x, y)` in `G` steps of seven levels by [`Tiles::enc_wide`] from
-    /// state `S`, as [`Enc8`].
-    #[derive(Clone, Copy)]
-    struct EncWide<const G: u32, const S: u32>(&'static [u64; 1 << 14]);
-    impl<U: Word, O: Word, const G: u32, const S: u32> F2<U, O> for EncWide<G, S> {
-        #[inline(always)]
-        fn f(&self, a: U, b: U) -> O {
-            let (x, y) = (a.to_u64(), b.to_u64());
-            let (mut s, mut h) = (S, 0u64);
-            for c in (0..G).rev() {
-                let i = ((x >> (7 * c)) & 127) << 7 | ((y >> (7 * c)) & 127);
-                let v = (self.0[i as usize] >> (16 * s)) as u32;
-                h = h.wrapping_shl(14) | ((v >> 2) & 0x3fff) as u64;
-                s = v & 3;
-            }
-            O::from_u64(h)
-        }
-    }
-
-    /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`), as [`Enc8`]; the
+    /// The point of an index in `G` steps by [`Tiles::dec`] (`.1`), as [`eight`]; the
     /// first step by `.0`, the table's entries for the start state. Used at two steps;
     /// from three, [`DecWide`].
     #[derive(Clone, Copy)]
@@ -928,6 +994,10 @@ mod h3tile {
         get: Box<[[u32; 256]; 3]>,
         /// Per number of missing levels (0-2): the state to start from, at bit 9.
         start: [u32; 3],
+        /// For 1 and 2 missing levels: the first two steps of decoding as one, from
+        /// [`Tiles::start`]: `h` of `3 L` bits (`L` = 5 or 4 levels) -> `next << 16 | x << 10 |
+        /// y << 5 | z` (`next` at bit 9).
+        dec2: [Box<[u32]>; 2],
     }
 
     /// The tables; `None` if the machine has more than 128 states (never for this curve,
@@ -969,7 +1039,19 @@ mod h3tile {
         for (pad, st) in start.iter_mut().enumerate() {
             *st = Table::padded_start(&m, pad as u32)? << 9;
         }
+        let dec2 = [1usize, 2].map(|pad| {
+            let lv = 6 - pad;
+            (0..1usize << (3 * lv))
+                .map(|q| {
+                    let e1 = dec[start[pad] as usize | q >> 9] as u32;
+                    let e2 = dec[(e1 & !511) as usize | (q & 511)] as u32;
+                    let f = |sh: u32| ((e1 >> sh) & 7) << 3 | ((e2 >> sh) & 7);
+                    (e2 & !511) << 16 | f(6) << 10 | f(3) << 5 | f(0)
+                })
+                .collect::<Box<[u32]>>()
+        });
         Some(Tiles {
+            dec2,
             enc,
             dec,
             put8: put_table::<_, 8>(),
@@ -1051,18 +1133,36 @@ mod h3tile {
         let g = nbits.div_ceil(3);
         let s = t.start[(3 * g - nbits) as usize];
         let (top, d) = (top(&t.dec, s), &*t.dec);
-        // Separate arrays: the table entries first, then their fields in vector lanes.
+        // Separate arrays: the table entries first, then their fields in vector lanes;
+        // with missing levels, the first two steps by one lookup in [`Tiles::dec2`]
+        // (one lookup fewer a point: both held to SSE2, runs alternating, nbits 4-5 /
+        // 7-8 / 10 / 11-16 1.02-1.24x / 0.90-1.19x / 0.96x / 0.42-0.84x -> 0.59-0.73x /
+        // 0.65-0.71x / 0.44-0.76x / 0.59-0.70x hilbertsfc's time; nbits 17-20, in 32-bit
+        // lanes, 0.78-0.88x -> 0.80-0.92x).
         if let Dst::Cols([x, y, z]) = dst {
             let xyz = [&mut **x, &mut **y, &mut **z];
+            let pad = 3 * g - nbits;
+            if g >= 2 && pad > 0 {
+                let m: &'static [u32] = &t.dec2[pad as usize - 1];
+                return match g {
+                    2 => dec_cols::<U, O, u16, 1, true>(top, m, d, s, codes, xyz),
+                    3 => dec_cols::<U, O, u16, 2, true>(top, m, d, s, codes, xyz),
+                    4 => dec_cols::<U, O, u16, 3, true>(top, m, d, s, codes, xyz),
+                    5 => dec_cols::<U, O, u16, 4, true>(top, m, d, s, codes, xyz),
+                    6 if nbits <= 16 => dec_cols::<U, O, u16, 5, true>(top, m, d, s, codes, xyz),
+                    6 => dec_cols::<U, O, u32, 5, true>(top, m, d, s, codes, xyz),
+                    _ => dec_cols::<U, O, u32, 6, true>(top, m, d, s, codes, xyz),
+                };
+            }
+            let m: &'static [u32] = &[];
             return match g {
-                1 => dec_cols::<U, O, u16, 1>(top, d, s, codes, xyz),
-                2 => dec_cols::<U, O, u16, 2>(top, d, s, codes, xyz),
-                3 => dec_cols::<U, O, u16, 3>(top, d, s, codes, xyz),
-                4 => dec_cols::<U, O, u16, 4>(top, d, s, codes, xyz),
-                5 => dec_cols::<U, O, u16, 5>(top, d, s, codes, xyz),
-                6 if nbits <= 16 => dec_cols::<U, O, u16, 6>(top, d, s, codes, xyz),
-                6 => dec_cols::<U, O, u32, 6>(top, d, s, codes, xyz),
-                _ => dec_cols::<U, O, u32, 7>(top, d, s, codes, xyz),
+                1 => dec_cols::<U, O, u16, 1, false>(top, m, d, s, codes, xyz),
+                2 => dec_cols::<U, O, u16, 2, false>(top, m, d, s, codes, xyz),
+                3 => dec_cols::<U, O, u16, 3, false>(top, m, d, s, codes, xyz),
+                4 => dec_cols::<U, O, u16, 4, false>(top, m, d, s, codes, xyz),
+                5 => dec_cols::<U, O, u16, 5, false>(top, m, d, s, codes, xyz),
+                6 => dec_cols::<U, O, u32, 6, false>(top, m, d, s, codes, xyz),
+                _ => dec_cols::<U, O, u32, 7, false>(top, m, d, s, codes, xyz),
             };
         }
         // Rows: the narrowest fields that hold the coordinates; bytes and 16-bit words
@@ -1080,7 +1180,8 @@ mod h3tile {
     }
 
     /// Decoding of separate arrays in `G` steps from state `s` (at bit 9; the first step
-    /// by `top`, its entries, where `G <= 3`, as in [`Dec`]), in two passes a block of
+    /// by `top`, its entries, where `G <= 3`, as in [`Dec`]; where `M`, by `m`, one of
+    /// [`Tiles::dec2`], whose 5-bit fields then start each coordinate), in two passes a block of
     /// [`BLOCK`] codes: the steps' [`Tiles::dec`] entries, as looked up, into a buffer a
     /// step; then each coordinate's 3-bit fields out of them, in lanes of `L` (`u16` up
     /// to nbits 16, else `u32`), which vectorize (SSE2: 8 or 4 points an instruction)
@@ -1091,8 +1192,9 @@ mod h3tile {
     /// coordinate's `nbits` bits come only from codes the caller rejects (the range
     /// check on the returned OR).
     #[inline(always)]
-    fn dec_cols<U: Word, O: Word, L: Word, const G: usize>(
+    fn dec_cols<U: Word, O: Word, L: Word, const G: usize, const M: bool>(
         top: &'static [u16; 512],
+        m: &'static [u32],
         dec: &'static [u16; 1 << 16],
         s: u32,
         codes: &[U],
@@ -1109,13 +1211,13 @@ mod h3tile {
             for (q, c4) in (&mut quads).enumerate() {
                 for (i, &c) in c4.iter().enumerate() {
                     acc = acc.or(c);
-                    look::<G>(top, dec, s, c.to_u64(), &mut buf, 4 * q + i);
+                    look::<G, M>(top, m, dec, s, c.to_u64(), &mut buf, 4 * q + i);
                 }
             }
             let done = n - quads.remainder().len();
             for (i, &c) in quads.remainder().iter().enumerate() {
                 acc = acc.or(c);
-                look::<G>(top, dec, s, c.to_u64(), &mut buf, done + i);
+                look::<G, M>(top, m, dec, s, c.to_u64(), &mut buf, done + i);
             }
             let it = x[r0..r0 + n]
                 .iter_mut()
@@ -1124,8 +1226,13 @@ mod h3tile {
             for (j, ((xo, yo), zo)) in it.enumerate() {
                 let (mut a, mut b, mut c) = (L::default(), L::default(), L::default());
                 let seven = L::from_u64(7);
-                for bk in &buf {
+                for (k, bk) in buf.iter().enumerate() {
                     let e = L::from_u64(bk[j % BLOCK] as u64);
+                    if M && k == 0 {
+                        let f = L::from_u64(31);
+                        (a, b, c) = (e.shr(10).and(f), e.shr(5).and(f), e.and(f));
+                        continue;
+                    }
                     a = a.shl(3).or(e.shr(6).and(seven));
                     b = b.shl(3).or(e.shr(3).and(seven));
                     c = c.shl(3).or(e.and(seven));
@@ -1140,15 +1247,20 @@ mod h3tile {
 
     /// [`dec_cols`]' first pass for code `h`: its steps' entries into `buf[..][j]`.
     #[inline(always)]
-    fn look<const G: usize>(
+    fn look<const G: usize, const M: bool>(
         top: &'static [u16; 512],
+        m: &'static [u32],
         dec: &'static [u16; 1 << 16],
         s: u32,
         h: u64,
         buf: &mut [[u16; BLOCK]; G],
         j: usize,
     ) {
-        let (mut st, k0) = if G <= 3 {
+        let (mut st, k0) = if M {
+            let e = m[((h >> (9 * (G - 1))) as usize) & (m.len() - 1)];
+            buf[0][j % BLOCK] = e as u16;
+            ((e >> 16) as usize, 1)
+        } else if G <= 3 {
             let e = top[((h >> (9 * (G - 1))) & 511) as usize];
             buf[0][j % BLOCK] = e;
             ((e & !511) as usize, 1)
@@ -1542,36 +1654,13 @@ fn or_all<U: Word>(v: &[U]) -> U {
     v.iter().fold(U::default(), |a, &b| a.or(b))
 }
 
-/// [`map2`] with the OR of the inputs taken in passes of their own, for `f` that does not
+/// [`map3`] with the OR of the inputs taken in passes of their own, for `f` that does not
 /// vectorize (table lookups): in its loop the OR cost two instructions a point and, with
-/// the registers all taken, a load and a store of the spilled accumulator. Used where it
-/// measured faster (both libraries held to SSE2, alternating runs): 2-D Hilbert tiles at
-/// two steps, nbits 12 1.05-1.23x -> 0.97-0.98x hilbertsfc's time, and the 3-D tiles'
-/// per-axis lookups, nbits 6 0.81-0.82x -> 0.73-0.75x. From three 2-D steps it was slower
-/// (nbits 20 1.00-1.01x -> 1.04-1.07x): the second read of a 64 KiB chunk of inputs
-/// competes with the 128 KiB table.
-#[inline(always)]
-fn map2_or_first<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F2<U, O>) -> U {
-    match src {
-        Src::Rows(s) => {
-            let s = &s[..(2 * out.len()).min(s.len())];
-            for (o, r) in out.iter_mut().zip(s.chunks_exact(2)) {
-                *o = f.f(r[0], r[1]);
-            }
-            or_all(s)
-        }
-        Src::Cols([x, y, _]) => {
-            let n = out.len().min(x.len()).min(y.len());
-            let (x, y) = (&x[..n], &y[..n]);
-            for ((o, &a), &b) in out.iter_mut().zip(x).zip(y) {
-                *o = f.f(a, b);
-            }
-            or_all(x).or(or_all(y))
-        }
-    }
-}
-
-/// [`map3`] as [`map2_or_first`].
+/// the registers all taken, a load and a store of the spilled accumulator. The 3-D tiles'
+/// per-axis lookups, nbits 6: 0.81-0.82x -> 0.73-0.75x hilbertsfc's time (both libraries
+/// held to SSE2, alternating runs). (The 2-D tiles had it at two steps, nbits 12
+/// 1.05-1.23x -> 0.97-0.98x, and were slower with it from three, nbits 20 1.00-1.01x ->
+/// 1.04-1.07x; they now take [`h2tile`]'s two passes.)
 #[inline(always)]
 fn map3_or_first<U: Word, O: Word>(src: Src<'_, U>, out: &mut [O], f: impl F3<U, O>) -> U {
     match src {
