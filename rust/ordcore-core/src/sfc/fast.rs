@@ -2744,7 +2744,9 @@ fn decode_chunk<U: Word, O: Word>(
             // As in encoding: the lanes that hold the code, the steps the width needs;
             // nbits 3-5 by multiplies.
             match (msb, nbits) {
-                (_, 0..=2) => m3_decode(codes, &mut dst, M3D::<u16, 1>(s0, 1, s2, PhantomData)),
+                // The shifts as literals: byte lanes have no shift by a variable count.
+                (true, 0..=2) => m3_decode(codes, &mut dst, M3D::<u16, 1>(2, 1, 0, PhantomData)),
+                (false, 0..=2) => m3_decode(codes, &mut dst, M3D::<u16, 1>(0, 1, 2, PhantomData)),
                 (true, 3) => m3_decode(codes, &mut dst, M3DM::<true, 3>),
                 (true, 4) => m3_decode(codes, &mut dst, M3DM::<true, 4>),
                 (true, 5) => m3_decode(codes, &mut dst, M3DM::<true, 5>),
