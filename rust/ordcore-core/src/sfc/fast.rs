@@ -821,7 +821,8 @@ mod h2tile {
     /// lookup a point, a loop of four instructions. In one pass (the lookup in the index
     /// loop) nbits 5 / 6 / 7 ran at 1.07-1.14x / 0.87-1.04x / 0.94-1.00x hilbertsfc's
     /// time, in two 0.74-0.77x / 0.68-0.72x / 0.68-0.70x (both held to SSE2, runs
-    /// alternating).
+    /// alternating). Its own loops, not [`two_pass`] with one step: that, with the OR in
+    /// a pass of its own, ran at 1.04-1.23x against 0.74-0.90x here (one every-nbits run).
     #[inline(always)]
     fn encode_one<U: Word, O: Word>(
         t: &'static Tiles,
@@ -1604,7 +1605,7 @@ impl<U: Word, O: Word, L: Word, const K: u32> G3<U, O> for M3D<L, K> {
 /// `pmulhuw`). Separate arrays, the portable kernel: nbits 3 / 4 / 5 1.03-1.12x /
 /// 1.07-1.16x / 1.02-1.08x -> 0.53-0.59x / 0.77-0.93x / 0.64-0.69x hilbertsfc's time (both
 /// held to SSE2, alternating runs); slower at nbits 2 (in bytes, one shift step) and, on
-/// the code's 16-bit windows, at 6-10 (1.01-1.09x -> 1.12-1.24x).
+/// the code's 16-bit windows, at 6-10 (0.96-1.11x -> 1.12-1.24x).
 #[derive(Clone, Copy)]
 struct M3DM<const MSB: bool, const NB: u32>;
 impl<U: Word, O: Word, const MSB: bool, const NB: u32> G3<U, O> for M3DM<MSB, NB> {
