@@ -2504,12 +2504,12 @@ fn h3_decode_sk<U: Word, O: Word, L: Word, S: Word, T: Word, W: Word>(
                 acc = acc.or(U::from_u64(a));
                 d
             }
-            MortonStep::Nib if morton3_avx2_decodes::<U, L>(Kernel::Avx2) => {
+            MortonStep::Nib if morton3_simd_decodes::<U, L>(Kernel::Avx2, nbits, false) => {
                 let Dst::Cols(c) = &mut cols else {
                     unreachable!()
                 };
                 let ptrs = [0, 1, 2].map(|i| c[i].as_mut_ptr() as *mut u8);
-                // SAFETY: `Nib` means AVX2; `morton3_avx2_decodes` checked the types; each
+                // SAFETY: `Nib` means AVX2; `morton3_simd_decodes` checked the types; each
                 // column holds `cb.len()` values.
                 let (d, a) =
                     unsafe { nib3_decode_prefix::<U, L>(cb, nbits, ptrs, false, [2, 1, 0]) };
@@ -5590,15 +5590,65 @@ mod swar2 {
     #[target_feature(enable = "sse2")]
     fn split_bits(v: __m128i) -> (__m128i, __m128i) {
         let set = _mm_set1_epi16;
+        let (a, b) = nibbles(v);
+        let a = _mm_and_si128(_mm_mulhi_epu16(a, set(0x2200)), set(0x00FF));
+        let b = _mm_srli_epi16::<8>(_mm_mullo_epi16(b, set(17)));
+        (a, b)
+    }
+
+    /// [`split_bits`] but for its last step: per 16-bit lane, the even bits of each byte
+    /// gathered at bits 3-6 of that byte, the odd bits at bits 4-7.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn nibbles(v: __m128i) -> (__m128i, __m128i) {
+        let set = _mm_set1_epi16;
         let a = _mm_and_si128(v, set(0x5555));
         let a = _mm_and_si128(_mm_mullo_epi16(a, set(3)), set(0x6666));
         let a = _mm_and_si128(_mm_mullo_epi16(a, set(5)), set(0x7878));
-        let a = _mm_and_si128(_mm_mulhi_epu16(a, set(0x2200)), set(0x00FF));
         let b = _mm_and_si128(v, set(0xAAAAu16 as i16));
         let b = _mm_and_si128(_mm_mullo_epi16(b, set(3)), set(0xCCCCu16 as i16));
         let b = _mm_and_si128(_mm_mullo_epi16(b, set(5)), set(0xF0F0u16 as i16));
-        let b = _mm_srli_epi16::<8>(_mm_mullo_epi16(b, set(17)));
         (a, b)
+    }
+
+    /// De-interleaves the first `n / 16 * 16` one-byte codes at `c`: their even bits to
+    /// `x` and odd bits to `y` (one byte each), or, where `y` is null, rows of both at `x`
+    /// (the odd bits first where `swap`). Two codes a 16-bit lane: [`nibbles`] and a shift
+    /// leave each code's coordinates in its own byte. Returns the codes done and the OR of
+    /// them.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `c` readable for `n` bytes; `x` and `y` writable for `n`
+    /// bytes each, or `x` for `2 * n` where `y` is null.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn dec8(
+        c: *const u8,
+        n: usize,
+        swap: bool,
+        x: *mut u8,
+        y: *mut u8,
+    ) -> (usize, u64) {
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let v = _mm_loadu_si128(c.add(i).cast());
+                acc = _mm_or_si128(acc, v);
+                let (a, b) = nibbles(v);
+                let (xs, ys) = (_mm_srli_epi16::<3>(a), _mm_srli_epi16::<4>(b));
+                if y.is_null() {
+                    let (p, q) = if swap { (ys, xs) } else { (xs, ys) };
+                    _mm_storeu_si128(x.add(2 * i).cast(), _mm_unpacklo_epi8(p, q));
+                    _mm_storeu_si128(x.add(2 * i + 16).cast(), _mm_unpackhi_epi8(p, q));
+                } else {
+                    _mm_storeu_si128(x.add(i).cast(), xs);
+                    _mm_storeu_si128(y.add(i).cast(), ys);
+                }
+            }
+            i += 16;
+        }
+        (i, fold(acc, 1))
     }
 
     /// The OR of `acc`'s words of `w` bytes.
@@ -5883,10 +5933,11 @@ fn morton2_same8<U: Word, O: Word>(
 }
 
 /// 2-D Morton coordinates of one chunk of `uint8` codes into `uint8` on the AVX2 kernel
-/// (AVX-512: rows) by [`nib2::dec8`], the tail on the generic loop. Returns the OR of the codes.
+/// (AVX-512: rows) by [`nib2::dec8`], on the portable one by [`swar2::dec8`], the tail
+/// on the generic loop. Returns the OR of the codes.
 ///
 /// # Panics
-/// Unless `U` and `O` are 8 bits wide and `k` is AVX2 or AVX-512.
+/// Unless `U` and `O` are 8 bits wide and `k` is AVX2, AVX-512 or the portable kernel.
 #[cfg(target_arch = "x86_64")]
 fn morton2_dec8<U: Word, O: Word>(
     k: Kernel,
@@ -5895,23 +5946,29 @@ fn morton2_dec8<U: Word, O: Word>(
     codes: &[U],
     mut dst: Dst<'_, O>,
 ) -> U {
-    assert!(U::BITS == 8 && O::BITS == 8 && k >= Kernel::Avx2);
+    assert!(U::BITS == 8 && O::BITS == 8 && (k >= Kernel::Avx2 || k == Kernel::Portable));
     let n = codes.len();
     let c: *const u8 = codes.as_ptr().cast();
+    let dec8 = if k == Kernel::Portable {
+        swar2::dec8
+    } else {
+        nib2::dec8
+    };
     // SAFETY (both): `k` is AVX2 or AVX-512 (asserted), which `kernel()` picks only where
-    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too); `U` and
-    // `O` are one byte wide (asserted), the codes are `n` bytes, the output holds `2 * n`
+    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too), or the
+    // portable kernel, whose `swar2::dec8` wants SSE2 alone (part of x86-64); `U` and `O`
+    // are one byte wide (asserted), the codes are `n` bytes, the output holds `2 * n`
     // bytes (asserted).
     let (done, a) = match &mut dst {
         Dst::Rows(o) => {
             assert!(o.len() >= 2 * n);
-            unsafe { nib2::dec8(c, n, msb, o.as_mut_ptr().cast(), std::ptr::null_mut()) }
+            unsafe { dec8(c, n, msb, o.as_mut_ptr().cast(), std::ptr::null_mut()) }
         }
         Dst::Cols([x, y, _]) => {
             assert!(x.len() >= n && y.len() >= n);
             let (x, y) = if msb { (y, x) } else { (x, y) };
             let (xp, yp) = (x.as_mut_ptr().cast(), y.as_mut_ptr().cast());
-            unsafe { nib2::dec8(c, n, false, xp, yp) }
+            unsafe { dec8(c, n, false, xp, yp) }
         }
     };
     let curve = Curve::Morton { msb };
@@ -6546,15 +6603,19 @@ fn morton3_avx2_encode<U: Word, O: Word>(
     Some(encode_tail(k, curve, 3, nbits, src, out, done, a))
 }
 
-/// Whether [`morton3_avx2_decode`] takes 3-D Morton codes of type `U` into coordinates of
-/// type `O` on kernel `k`.
+/// Whether [`morton3_simd_decode`] takes 3-D Morton codes of type `U` (`nbits` bits) into
+/// coordinates of type `O` on kernel `k`: AVX2's pairs, and on the portable kernel
+/// [`m3w::cols`]'s (separate arrays only).
 #[cfg(target_arch = "x86_64")]
-fn morton3_avx2_decodes<U: Word, O: Word>(k: Kernel) -> bool {
-    let fits = matches!(
-        (U::BITS, O::BITS),
-        (16, 8) | (32, 8) | (32, 16) | (64, 16) | (64, 32)
-    );
-    k == Kernel::Avx2 && fits
+fn morton3_simd_decodes<U: Word, O: Word>(k: Kernel, nbits: u32, rows: bool) -> bool {
+    match (k, U::BITS, O::BITS) {
+        (Kernel::Avx2, b, o) => {
+            matches!((b, o), (16, 8) | (32, 8) | (32, 16) | (64, 16) | (64, 32))
+        }
+        (Kernel::Portable, 32, 8) => !rows && (6..=8).contains(&nbits),
+        (Kernel::Portable, 32, 16) => !rows && (9..=10).contains(&nbits),
+        _ => false,
+    }
 }
 
 /// The leading 3-D Morton codes of `codes` de-interleaved by [`nib3::decode`] (or
@@ -6562,7 +6623,7 @@ fn morton3_avx2_decodes<U: Word, O: Word>(k: Kernel) -> bool {
 /// the bits at `3 * j + sh[i]`. Returns the codes done and the OR of them.
 ///
 /// # Safety
-/// AVX2; `(U, O)` one of the pairs of [`morton3_avx2_decodes`]; each pointer writable for
+/// AVX2; `(U, O)` one of the AVX2 pairs of [`morton3_simd_decodes`]; each pointer writable for
 /// `codes.len()` values of `O` (rows: `3 * codes.len()` at `ptrs[0]`).
 #[cfg(target_arch = "x86_64")]
 unsafe fn nib3_decode_prefix<U: Word, O: Word>(
@@ -6592,26 +6653,159 @@ unsafe fn nib3_decode_prefix<U: Word, O: Word>(
     }
 }
 
-/// Coordinates of one chunk of 3-D Morton codes by [`nib3::decode`] on the AVX2 kernel,
-/// the tail on the generic loop, where [`morton3_avx2_decodes`]. Returns the OR of the
-/// codes.
+/// Coordinates of one chunk of 3-D Morton codes by [`nib3::decode`] on the AVX2 kernel
+/// or [`m3w::cols`] on the portable one, the tail on the generic loop, where
+/// [`morton3_simd_decodes`]. Returns the OR of the codes.
 #[cfg(target_arch = "x86_64")]
-fn morton3_avx2_decode<U: Word, O: Word>(
+fn morton3_simd_decode<U: Word, O: Word>(
     k: Kernel,
     msb: bool,
     nbits: u32,
     codes: &[U],
     dst: Dst<'_, O>,
 ) -> U {
-    assert!(morton3_avx2_decodes::<U, O>(k));
+    let rows = matches!(dst, Dst::Rows(_));
+    assert!(morton3_simd_decodes::<U, O>(k, nbits, rows));
     let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
     let mut dst = dst;
     let (ptrs, rows) = dst.ptrs3(codes.len());
-    // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of the
-    // kernel's pairs (checked above); lengths asserted by `ptrs3`.
-    let (done, a) = unsafe { nib3_decode_prefix::<U, O>(codes, nbits, ptrs, rows, sh) };
+    let (done, a) = if k == Kernel::Avx2 {
+        // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of
+        // the kernel's pairs (checked above); lengths asserted by `ptrs3`.
+        unsafe { nib3_decode_prefix::<U, O>(codes, nbits, ptrs, rows, sh) }
+    } else {
+        let (cp, n): (*const u8, usize) = (codes.as_ptr().cast(), codes.len());
+        // SAFETY: SSE2 is part of x86-64; the codes are `uint32` and the coordinates
+        // `uint8` (nbits 6-8, `NB = 4`) or `uint16` (9-10, `NB = 5`), separate arrays
+        // (checked above); `ptrs3` asserted the arrays' lengths.
+        unsafe {
+            match O::BITS {
+                8 => m3w::cols::<4>(cp, n, ptrs, sh),
+                _ => m3w::cols::<5>(cp, n, ptrs, sh),
+            }
+        }
+    };
     let curve = Curve::Morton { msb };
     decode_tail(k, curve, 3, nbits, codes, dst, done, a)
+}
+
+/// 3-D Morton decoding for the portable kernel on x86-64, in SSE2 (which every x86-64 CPU
+/// has), of `uint32` codes into separate arrays: nbits 6-8 into `uint8` (`NB = 4`), 9-10
+/// into `uint16` (`NB = 5`). A code's low and high `3 * NB` bits are windows that hold
+/// `NB` bits of each coordinate at the same places (`3 j + s`); the windows of 8 codes
+/// are packed into 16-bit lanes (`packssdw`), where [`M3DM`]'s multiplies gather each
+/// coordinate's bits, 8 codes an instruction, and a shift and an OR join the two halves.
+/// In `uint32` lanes, 4 codes an instruction, LLVM's code for [`M3D`]'s shift steps took
+/// about twice the instructions: nbits 6-8 1.00-1.08x -> 0.64-0.81x hilbertsfc's time
+/// (1.38-1.45 -> 0.86-1.16 ns a point), and against [`M3DL`]'s byte lookups nbits 9-10
+/// 0.92-0.95x -> 0.57-0.60x (three alternating runs, both libraries held to SSE2). Rows
+/// keep the generic loop (a 3-way byte interleave has no SSE2 instruction).
+#[cfg(target_arch = "x86_64")]
+mod m3w {
+    use std::arch::x86_64::*;
+
+    /// Per 16-bit lane of `w` (`3 * NB` code bits): the `NB` bits at `3 j + s`, gathered
+    /// as [`super::M3DM`] does.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn gather<const NB: u32>(w: __m128i, k: &[__m128i; 4]) -> __m128i {
+        let lo = _mm_srli_epi16::<13>(_mm_mullo_epi16(_mm_and_si128(w, k[0]), k[1]));
+        let hi = _mm_mulhi_epu16(_mm_and_si128(w, k[2]), k[3]);
+        if NB == 4 {
+            _mm_or_si128(lo, hi)
+        } else {
+            _mm_or_si128(lo, _mm_and_si128(hi, _mm_set1_epi16(24)))
+        }
+    }
+
+    /// De-interleaves the first `n / 16 * 16` codes at `c` (`uint32`, at most `6 * NB`
+    /// bits): coordinate `i` from the bits at `3 j + sh[i]`, into `ptrs[i]` (`uint8` where
+    /// `NB` is 4, `uint16` where 5). Returns the codes done and the OR of them. A code of
+    /// more bits gives meaningless coordinates its caller discards (the range check).
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `c` readable for `n` codes, each of `ptrs` writable for
+    /// `n` values; `NB` is 4 or 5; each `sh[i]` at most 2.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn cols<const NB: u32>(
+        c: *const u8,
+        n: usize,
+        ptrs: [*mut u8; 3],
+        sh: [u32; 3],
+    ) -> (usize, u64) {
+        let set = |v: u32| _mm_set1_epi16(v as u16 as i16);
+        let win = _mm_set1_epi32((1 << (3 * NB)) - 1);
+        // Per coordinate: [`super::M3DM`]'s masks and multipliers for its bits at `s`,
+        // `s + 3`, `s + 6` (to bits 13-15 of the low product) and at `s + 9` (`s + 12`
+        // where `NB` is 5; to bits 3 and 4 of the high product, the only ones there where
+        // `NB` is 4).
+        let k = sh.map(|s| {
+            let (mb, kb) = if NB == 4 {
+                (0x200, 1 << (10 - s))
+            } else {
+                (0x1200, (1 << (10 - s)) + (1 << (8 - s)))
+            };
+            [
+                set(0x49 << s),
+                set((1 << (13 - s)) + (1 << (11 - s)) + (1 << (9 - s))),
+                set(mb << s),
+                set(kb),
+            ]
+        });
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let v = [0, 1, 2, 3].map(|r| _mm_loadu_si128(c.add(4 * (i + 4 * r)).cast()));
+                acc = _mm_or_si128(
+                    acc,
+                    _mm_or_si128(_mm_or_si128(v[0], v[1]), _mm_or_si128(v[2], v[3])),
+                );
+                // The windows of codes 0-7 and 8-15, every lane below 2^15 for a code of
+                // at most `6 * NB` bits (no saturation).
+                let low = |a: __m128i, b: __m128i| {
+                    _mm_packs_epi32(_mm_and_si128(a, win), _mm_and_si128(b, win))
+                };
+                let high = |a: __m128i, b: __m128i| {
+                    if NB == 4 {
+                        _mm_packs_epi32(_mm_srli_epi32::<12>(a), _mm_srli_epi32::<12>(b))
+                    } else {
+                        _mm_packs_epi32(_mm_srli_epi32::<15>(a), _mm_srli_epi32::<15>(b))
+                    }
+                };
+                let w = [
+                    low(v[0], v[1]),
+                    high(v[0], v[1]),
+                    low(v[2], v[3]),
+                    high(v[2], v[3]),
+                ];
+                for (p, k) in ptrs.iter().zip(&k) {
+                    let join = |lo: __m128i, hi: __m128i| {
+                        let hi = gather::<NB>(hi, k);
+                        let hi = if NB == 4 {
+                            _mm_slli_epi16::<4>(hi)
+                        } else {
+                            _mm_slli_epi16::<5>(hi)
+                        };
+                        _mm_or_si128(gather::<NB>(lo, k), hi)
+                    };
+                    let (a, b) = (join(w[0], w[1]), join(w[2], w[3]));
+                    if NB == 4 {
+                        _mm_storeu_si128(p.add(i).cast(), _mm_packus_epi16(a, b));
+                    } else {
+                        _mm_storeu_si128(p.add(2 * i).cast(), a);
+                        _mm_storeu_si128(p.add(2 * i + 16).cast(), b);
+                    }
+                }
+            }
+            i += 16;
+        }
+        let mut a = [0u32; 4];
+        // SAFETY: `a` has room for 16 bytes.
+        unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), acc) };
+        (i, a.iter().fold(0, |x, &y| x | y) as u64)
+    }
 }
 
 /// 2-D Morton kernels on AVX-512 VBMI with GFNI, codes twice as wide as the coordinates
@@ -7320,8 +7514,11 @@ pub fn decode_into<T: Coord, O: Word>(
                 let a = morton3_lut_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
-            (Curve::Morton { msb }, 3) if morton3_avx2_decodes::<T::Unsigned, O>(k) => {
-                let a = morton3_avx2_decode(k, msb, nbits, part, o);
+            // AVX2, and the portable kernel's uint32 codes into separate arrays (nbits 6-10).
+            (Curve::Morton { msb }, 3)
+                if morton3_simd_decodes::<T::Unsigned, O>(k, nbits, matches!(o, Dst::Rows(_))) =>
+            {
+                let a = morton3_simd_decode(k, msb, nbits, part, o);
                 return Ok(a.to_u64() & !limit != 0);
             }
             _ => o,
@@ -7336,9 +7533,13 @@ pub fn decode_into<T: Coord, O: Word>(
         }
         // 2-D Morton codes of at most 8 bits into uint8 on AVX2 (on AVX-512, rows only:
         // into separate arrays its magic-number steps on 64 bytes measured faster, 0.050
-        // against 0.057 ns a point): nibble tables.
+        // against 0.057 ns a point): nibble tables; on the portable kernel, SSE2
+        // multiplies (rows 0.30-0.48 -> 0.17-0.18 ns a point, separate arrays within
+        // noise of the generic loop's 0.17-0.31, both about a memory pass; nbits 1-4).
         #[cfg(target_arch = "x86_64")]
-        let same8 = k == Kernel::Avx2 || (k == Kernel::Avx512 && matches!(o, Dst::Rows(_)));
+        let same8 = k == Kernel::Avx2
+            || (k == Kernel::Avx512 && matches!(o, Dst::Rows(_)))
+            || k == Kernel::Portable;
         #[cfg(target_arch = "x86_64")]
         if let (Curve::Morton { msb }, 2, true, 8, 8) =
             (curve, d, same8, <T::Unsigned as Word>::BITS, O::BITS)
