@@ -6736,9 +6736,9 @@ mod m3w {
         let set = |v: u32| _mm_set1_epi16(v as u16 as i16);
         let win = _mm_set1_epi32((1 << (3 * NB)) - 1);
         // Per coordinate: [`super::M3DM`]'s masks and multipliers for its bits at `s`,
-        // `s + 3`, `s + 6` (to bits 13-15 of the low product) and at `s + 9` (`s + 12`
-        // where `NB` is 5; to bits 3 and 4 of the high product, the only ones there where
-        // `NB` is 4).
+        // `s + 3`, `s + 6` (to bits 13-15 of the low product) and at `s + 9` (to bit 3 of
+        // the high product, alone there where `NB` is 4) and `s + 12` (`NB = 5`: to bit
+        // 4, beside other products' bits that [`gather`] masks off).
         let k = sh.map(|s| {
             let (mb, kb) = if NB == 4 {
                 (0x200, 1 << (10 - s))
