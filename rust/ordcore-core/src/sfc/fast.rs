@@ -1608,20 +1608,34 @@ impl<U: Word, O: Word, L: Word, const K: u32> G3<U, O> for M3D<L, K> {
 /// the code's 16-bit windows, at 6-10 (0.96-1.11x -> 1.12-1.24x).
 #[derive(Clone, Copy)]
 struct M3DM<const MSB: bool, const NB: u32>;
+/// [`M3DM`]'s masks and multipliers for the coordinate at bits `3 j + s` (`s` at most 2):
+/// bits `s`, `s + 3`, `s + 6` to bits 13-15 of the low product (`[0]`, `[1]`); bit `s + 9`
+/// to bit 3 of the high product, alone there where `nb` is 4, and with `s + 12` to bit 4
+/// where `nb` is 5, beside other bits that a mask by 24 drops (`[2]`, `[3]`).
+const fn m3dm_consts(s: u32, nb: u32) -> [u16; 4] {
+    let (mb, kb) = if nb == 4 {
+        (0x200, 1 << (10 - s))
+    } else {
+        (0x1200, (1 << (10 - s)) + (1 << (8 - s)))
+    };
+    [
+        0x49 << s,
+        (1 << (13 - s)) + (1 << (11 - s)) + (1 << (9 - s)),
+        mb << s,
+        kb,
+    ]
+}
 impl<U: Word, O: Word, const MSB: bool, const NB: u32> G3<U, O> for M3DM<MSB, NB> {
     #[inline(always)]
     fn g(&self, c: U) -> [O; 3] {
         let c = c.to_u64() as u16;
         let f = |s: u32| -> O {
-            let k: u16 = (1 << (13 - s)) + (1 << (11 - s)) + (1 << (9 - s));
-            let lo = (c & (0x49 << s)).wrapping_mul(k) >> 13;
+            let k = m3dm_consts(s, NB);
+            let lo = (c & k[0]).wrapping_mul(k[1]) >> 13;
             let v = match NB {
                 ..=3 => lo,
                 4 => lo | ((c >> (s + 6)) & 8),
-                _ => {
-                    let kb: u32 = (1 << (10 - s)) + (1 << (8 - s));
-                    lo | ((((c & (0x1200 << s)) as u32 * kb) >> 16) as u16 & 24)
-                }
+                _ => lo | ((((c & k[2]) as u32 * k[3] as u32) >> 16) as u16 & 24),
             };
             O::from_u64(v as u64)
         };
@@ -6664,11 +6678,10 @@ fn morton3_simd_decode<U: Word, O: Word>(
     codes: &[U],
     dst: Dst<'_, O>,
 ) -> U {
-    let rows = matches!(dst, Dst::Rows(_));
-    assert!(morton3_simd_decodes::<U, O>(k, nbits, rows));
     let sh = if msb { [2, 1, 0] } else { [0, 1, 2] };
     let mut dst = dst;
     let (ptrs, rows) = dst.ptrs3(codes.len());
+    assert!(morton3_simd_decodes::<U, O>(k, nbits, rows));
     let (done, a) = if k == Kernel::Avx2 {
         // SAFETY: `kernel()` picks AVX2 only where the CPU has it; the widths are one of
         // the kernel's pairs (checked above); lengths asserted by `ptrs3`.
@@ -6733,25 +6746,9 @@ mod m3w {
         ptrs: [*mut u8; 3],
         sh: [u32; 3],
     ) -> (usize, u64) {
-        let set = |v: u32| _mm_set1_epi16(v as u16 as i16);
         let win = _mm_set1_epi32((1 << (3 * NB)) - 1);
-        // Per coordinate: [`super::M3DM`]'s masks and multipliers for its bits at `s`,
-        // `s + 3`, `s + 6` (to bits 13-15 of the low product) and at `s + 9` (to bit 3 of
-        // the high product, alone there where `NB` is 4) and `s + 12` (`NB = 5`: to bit
-        // 4, beside other products' bits that [`gather`] masks off).
-        let k = sh.map(|s| {
-            let (mb, kb) = if NB == 4 {
-                (0x200, 1 << (10 - s))
-            } else {
-                (0x1200, (1 << (10 - s)) + (1 << (8 - s)))
-            };
-            [
-                set(0x49 << s),
-                set((1 << (13 - s)) + (1 << (11 - s)) + (1 << (9 - s))),
-                set(mb << s),
-                set(kb),
-            ]
-        });
+        // Per coordinate: [`super::m3dm_consts`] in every lane.
+        let k = sh.map(|s| super::m3dm_consts(s, NB).map(|v| _mm_set1_epi16(v as i16)));
         let mut acc = _mm_setzero_si128();
         let mut i = 0;
         while i + 16 <= n {
@@ -6801,10 +6798,10 @@ mod m3w {
             }
             i += 16;
         }
-        let mut a = [0u32; 4];
+        let mut a = [0u8; 32];
         // SAFETY: `a` has room for 16 bytes.
         unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), acc) };
-        (i, a.iter().fold(0, |x, &y| x | y) as u64)
+        (i, super::nib3::fold(a, 4))
     }
 }
 
