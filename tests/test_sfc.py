@@ -265,8 +265,15 @@ def test_separate_arrays_and_output_dtype_errors() -> None:
         sfc.morton_encode((np.array([0, -1]), np.array([0, 0], np.uint8)), 3)
     # int64 beside uint64 (no common integer type): the range with the call's nbits.
     with pytest.raises(InvalidArgumentError, match="row 1 \\(column 0\\) has value -5, outside "
-                       "the allowed range \\[0, 2\\^5\\) = \\[0, 31\\]"):
+                       "the allowed range \\[0, 2\\^5\\) = \\[0, 31\\] for nbits = 5; "
+                       "row 1 is \\[-5, 0, 0\\]"):
         sfc.hilbert_encode((np.array([0, -5]), np.zeros(2, np.uint64), np.zeros(2, np.uint64)), 5)
+    # A list of 1-D arrays is rows (NumPy's reading); where that width cannot fit, the
+    # error says how to pass separate arrays.
+    for curve in (sfc.hilbert_encode, sfc.morton_encode):
+        with pytest.raises(InvalidArgumentError, match="list of 2 1-D arrays is read as 2 rows "
+                           "of D = 100 coordinates.*as a tuple"):
+            curve([np.arange(100), np.arange(100)], 16)
     with pytest.raises(InvalidArgumentError, match="empty tuple"):
         sfc.hilbert_encode((), 4)
     # Mixed dtypes are promoted; n-D (generic path) takes tuples and dtypes as well.
@@ -947,8 +954,10 @@ def test_serialize_errors() -> None:
     far[1, 2] = 1e9
     with pytest.raises(InvalidArgumentError, match="points: row 1 .*2\\^depth"):
         sfc.serialize(far, 1.0, depth=16)
-    with pytest.raises(InvalidArgumentError, match="depth"):
+    with pytest.raises(InvalidArgumentError, match="depth: must be between 1 and 21"):
         sfc.serialize(pts, 1.0, depth=22)
+    with pytest.raises(InvalidArgumentError, match="does not fit in the 1 bit left"):
+        sfc.serialize(pts, 1.0, depth=21, batch=np.full(len(pts), 2, np.uint64))
     with pytest.raises(InvalidArgumentError, match="order"):
         sfc.serialize(pts, 1.0, "peano")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError, match="shape"):

@@ -243,10 +243,12 @@ def _coords_in(coords: Any, bits: int = 64,
             for i, c in enumerate(cols):  # a negative value would wrap in uint64: name it
                 neg = np.flatnonzero(c < 0) if c.dtype.kind == "i" else np.empty(0, np.intp)
                 if len(neg):
+                    r = int(neg[0])
+                    row = ", ".join(str(int(col[r])) for col in cols)
                     raise InvalidArgumentError(
-                        f"coords: row {int(neg[0])} (column {i}) has value "
-                        f"{int(c[neg[0]])}, outside the allowed range [0, 2^{bits}) = "
-                        f"[0, {(1 << bits) - 1}]"
+                        f"coords: row {r} (column {i}) has value {int(c[r])}, outside the "
+                        f"allowed range [0, 2^{bits}) = [0, {(1 << bits) - 1}]{what}; row {r} "
+                        f"is [{row}]"
                     )
             common = np.dtype(np.uint64)
         cols = [_c_array(c, common) for c in cols]
@@ -268,6 +270,14 @@ def _encode(curve: str, coords: Any, nbits: int, msb: bool, dtype: OutDType,
             num_threads: int | None) -> np.ndarray:
     nb = _int_arg("nbits", nbits, None, None)
     c, d = _coords_in(coords, *((nb, f" for nbits = {nb}") if 1 <= nb <= 64 else (64, "")))
+    if (isinstance(coords, list) and 2 <= len(coords) <= 3 and d * max(nb, 1) > 64
+            and all(np.ndim(v) == 1 for v in coords)):
+        # hilbertsfc and pymorton take x, y (z) apart: say why the width fails.
+        raise InvalidArgumentError(
+            f"coords: a list of {len(coords)} 1-D arrays is read as {len(coords)} rows of "
+            f"D = {d} coordinates, and D * nbits = {d} * {nb} exceeds 64 bits; pass "
+            "separate coordinate arrays as a tuple, e.g. (x, y)"
+        )
     if not 1 <= nb <= 64:  # beyond int64 too: the width error, before the core sees it
         _check_width(d, nb)
     if d in (2, 3):
@@ -849,7 +859,7 @@ def deserialize(
         )
     d = _int_arg("depth", depth)
     if not 1 <= d <= 21:
-        raise InvalidArgumentError(f"depth: must be in 1..21, got {d}")
+        raise InvalidArgumentError(f"depth: must be between 1 and 21, got {d}")
     arr = _int_array("code", code, 1)
     if arr.dtype.kind == "i" and arr.size:
         neg = np.flatnonzero(arr < 0)

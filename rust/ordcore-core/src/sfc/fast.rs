@@ -5468,8 +5468,12 @@ fn encode2_avx2<U: Word, O: Word>(
     out: &mut [O],
 ) -> Option<U> {
     // Same width (uint8): on the AVX-512 kernel too (measured faster than its
-    // magic-number steps in byte lanes).
-    if let (Curve::Morton { msb }, 8, 8, true) = (curve, U::BITS, O::BITS, k >= Kernel::Avx2) {
+    // magic-number steps in byte lanes), and on the portable one for rows (SSE2 shifts;
+    // its generic loop reads them strided: 0.83-0.96 -> 0.14 ns a point, nbits 1-4; into
+    // separate arrays the generic loop's steps in byte lanes stay faster, 0.07-0.12
+    // against 0.15).
+    let same8 = k >= Kernel::Avx2 || (k == Kernel::Portable && matches!(src, Src::Rows(_)));
+    if let (Curve::Morton { msb }, 8, 8, true) = (curve, U::BITS, O::BITS, same8) {
         return Some(morton2_same8(k, msb, nbits, src, out));
     }
     if k != Kernel::Avx2 || O::BITS != 2 * U::BITS || U::BITS > 32 {
@@ -5661,6 +5665,83 @@ mod swar2 {
                 }
             }
             i += 16;
+        }
+        (i, fold(acc, 1))
+    }
+
+    /// Per 16-bit lane of two coordinates of at most 4 bits (`x` the low byte, `y` the
+    /// high byte; at most 2 where `SHORT`): their one-byte code in the lane's low byte, `x`
+    /// on the even bits (on the odd bits where `SWAP`), the high byte zero. One or two
+    /// spread steps, each a shift, an OR and a mask, and a shift and an OR to join the
+    /// bytes.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn code8<const SWAP: bool, const SHORT: bool>(v: __m128i) -> __m128i {
+        let set = _mm_set1_epi16;
+        let v = if SHORT {
+            v
+        } else {
+            _mm_and_si128(_mm_or_si128(v, _mm_slli_epi16::<2>(v)), set(0x3333))
+        };
+        let v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi16::<1>(v)), set(0x5555));
+        let c = if SWAP {
+            _mm_or_si128(_mm_srli_epi16::<8>(v), _mm_slli_epi16::<1>(v))
+        } else {
+            _mm_or_si128(v, _mm_srli_epi16::<7>(v))
+        };
+        _mm_and_si128(c, set(0x00FF))
+    }
+
+    /// One-byte codes of the rows of an `(n / 2, 2)` `uint8` array at `r` (coordinates of
+    /// at most 4 bits, at most 2 where `short`; first byte of a row on the even bits, on
+    /// the odd bits where `swap`) by [`code8`], a row a 16-bit lane: the first
+    /// `n / 32 * 32` bytes (16 rows a step) into `n / 2` codes at `out`; the portable
+    /// kernel's mirror of [`super::nib2::rows8`]. Returns the bytes done and the OR of
+    /// them (a wider coordinate gives a code its caller discards).
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `r` readable for `n` bytes and `out` writable for `n / 2`.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn rows8(
+        r: *const u8,
+        n: usize,
+        swap: bool,
+        short: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            match (swap, short) {
+                (false, false) => rows8_in::<false, false>(r, n, out),
+                (false, true) => rows8_in::<false, true>(r, n, out),
+                (true, false) => rows8_in::<true, false>(r, n, out),
+                (true, true) => rows8_in::<true, true>(r, n, out),
+            }
+        }
+    }
+
+    /// [`rows8`] for one `(swap, short)`.
+    ///
+    /// # Safety
+    /// As [`rows8`].
+    #[target_feature(enable = "sse2")]
+    unsafe fn rows8_in<const SWAP: bool, const SHORT: bool>(
+        r: *const u8,
+        n: usize,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 32 <= n {
+            // SAFETY: `i + 32 <= n`: the loads and the store lie within the caller's bounds.
+            unsafe {
+                let v0 = _mm_loadu_si128(r.add(i).cast());
+                let v1 = _mm_loadu_si128(r.add(i + 16).cast());
+                acc = _mm_or_si128(acc, _mm_or_si128(v0, v1));
+                let c = _mm_packus_epi16(code8::<SWAP, SHORT>(v0), code8::<SWAP, SHORT>(v1));
+                _mm_storeu_si128(out.add(i / 2).cast(), c);
+            }
+            i += 32;
         }
         (i, fold(acc, 1))
     }
@@ -5910,11 +5991,13 @@ fn morton2_swar_decode<U: Word, O: Word>(
 }
 
 /// 2-D Morton codes of one chunk of `uint8` coordinates into `uint8` (at most 4 bits) on
-/// the AVX2 or AVX-512 kernel by [`nib2::cols8`] / [`nib2::rows8`] (one table lookup per coordinate
-/// byte), the tail on the generic loop. Returns the OR of the input values.
+/// the AVX2 or AVX-512 kernel by [`nib2::cols8`] / [`nib2::rows8`] (one table lookup per
+/// coordinate byte), of rows on the portable kernel by [`swar2::rows8`], the tail on the
+/// generic loop. Returns the OR of the input values.
 ///
 /// # Panics
-/// Unless `U` and `O` are 8 bits wide and `k` is AVX2 or AVX-512.
+/// Unless `U` and `O` are 8 bits wide and `k` is AVX2 or AVX-512, or the portable kernel
+/// with rows.
 #[cfg(target_arch = "x86_64")]
 fn morton2_same8<U: Word, O: Word>(
     k: Kernel,
@@ -5923,17 +6006,24 @@ fn morton2_same8<U: Word, O: Word>(
     src: Src<'_, U>,
     out: &mut [O],
 ) -> U {
-    assert!(U::BITS == 8 && O::BITS == 8 && k >= Kernel::Avx2);
+    let portable = k == Kernel::Portable && matches!(src, Src::Rows(_));
+    assert!(U::BITS == 8 && O::BITS == 8 && (k >= Kernel::Avx2 || portable));
     let n = out.len();
     let o: *mut u8 = out.as_mut_ptr().cast();
-    // SAFETY (both): `k` is AVX2 or AVX-512 (asserted), which `kernel()` picks only where
-    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too); `U` and
-    // `O` are one byte wide (asserted), the input holds `2 * n` bytes and the output `n`
-    // (asserted).
+    // SAFETY (all): `k` is AVX2 or AVX-512 (asserted), which `kernel()` picks only where
+    // the CPU has AVX2 (every AVX-512 CPU has it; `multiversion!` assumes so too), or the
+    // portable kernel with rows, whose `swar2::rows8` wants SSE2 alone (part of x86-64);
+    // `U` and `O` are one byte wide (asserted), the input holds `2 * n` bytes and the
+    // output `n` (asserted).
     let (done, a) = match src {
         Src::Rows(s) => {
             assert!(s.len() >= 2 * n);
-            let (b, a) = unsafe { nib2::rows8(s.as_ptr().cast(), 2 * n, msb, o) };
+            let r = s.as_ptr().cast();
+            let (b, a) = if portable {
+                unsafe { swar2::rows8(r, 2 * n, msb, nbits <= 2, o) }
+            } else {
+                unsafe { nib2::rows8(r, 2 * n, msb, o) }
+            };
             (b / 2, a)
         }
         Src::Cols([x, y, _]) => {
@@ -6702,6 +6792,227 @@ fn morton3_simd_decode<U: Word, O: Word>(
     decode_tail(k, curve, 3, nbits, codes, dst, done, a)
 }
 
+/// 3-D Morton encoding for the portable kernel on x86-64, in SSE2 (which every x86-64 CPU
+/// has), of `uint8` coordinates of at most 5 bits: into `uint16` codes, or into `uint8`
+/// codes where the coordinates have at most 2 bits. The spread steps run on the
+/// coordinate bytes while they fit there, two bytes a 16-bit multiply, and only the last
+/// in 16-bit lanes; the generic loop widened first and ran all three in 16-bit lanes.
+/// Rows are de-interleaved by byte unpacks first ([`rows`]). ordcore / hilbertsfc, both
+/// held to SSE2, separate arrays, two alternating runs: nbits 1 1.08-1.24x -> 0.78-0.83x,
+/// 2 0.72x -> 0.50x, 3-4 1.00-1.05x -> 0.68-0.70x, 5 1.09-1.12x -> 0.62-0.63x; `(N, 3)`
+/// rows 0.87-1.36 -> 0.26-0.44 ns a point.
+#[cfg(target_arch = "x86_64")]
+mod m3e {
+    use std::arch::x86_64::*;
+
+    /// Per byte of `x` (a value of at most 2 bits): its bits at `3 j + S`, by `x * 5`
+    /// (`x + 4 x`, whose bits never meet) shifted by `S`; below 64 for such a value, so
+    /// a 16-bit multiply carries nothing across bytes.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn spread2<const S: u32>(x: __m128i) -> __m128i {
+        let m = _mm_set1_epi16(5 << S);
+        _mm_and_si128(_mm_mullo_epi16(x, m), _mm_set1_epi8(0x09 << S))
+    }
+
+    /// Per byte of `x` (a value of at most 5 bits, bit 4 used where `B5`): its bits at
+    /// `3 j + S` in a 16-bit lane, bytes 0-7 in the first vector, 8-15 in the second.
+    /// Bits 2-3 move to 6-7 within the byte (`x + 16 x` on the low nibble, two bytes a
+    /// multiply), bit 4 goes to the lane's bit 12 as the high byte of the unpack, and one
+    /// 16-bit multiply by `5 << S` (`v + 4 v`) moves bits 1 and 7 to 3 and 9 and shifts
+    /// the lot by `S`. No step's shifted copy meets its source, so no product carries.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    fn spread5<const S: u32, const B5: bool>(x: __m128i) -> (__m128i, __m128i) {
+        let set = _mm_set1_epi16;
+        let lo = _mm_and_si128(x, set(0x0F0F));
+        let lo = _mm_and_si128(_mm_mullo_epi16(lo, set(17)), set(0xC3C3u16 as i16));
+        let hi = if B5 {
+            _mm_and_si128(x, set(0x1010))
+        } else {
+            _mm_setzero_si128()
+        };
+        let (a, b) = (_mm_unpacklo_epi8(lo, hi), _mm_unpackhi_epi8(lo, hi));
+        let (m, k) = (set(5 << S), set(0x1249 << S));
+        let a = _mm_and_si128(_mm_mullo_epi16(a, m), k);
+        let b = _mm_and_si128(_mm_mullo_epi16(b, m), k);
+        (a, b)
+    }
+
+    /// Stores at `out` the codes of 16 points whose coordinates are the bytes of `a` (on
+    /// the bits at `3 j + 2`), `b` (`3 j + 1`) and `c` (`3 j`): `uint16` codes, or `uint8`
+    /// unless `WIDE` (coordinates of at most 2 bits).
+    ///
+    /// # Safety
+    /// SSE2; `out` writable for 16 codes.
+    #[inline]
+    #[target_feature(enable = "sse2")]
+    unsafe fn put<const WIDE: bool, const B5: bool>(
+        a: __m128i,
+        b: __m128i,
+        c: __m128i,
+        out: *mut u8,
+    ) {
+        // SAFETY: as the caller guarantees.
+        unsafe {
+            if WIDE {
+                let (a0, a1) = spread5::<2, B5>(a);
+                let (b0, b1) = spread5::<1, B5>(b);
+                let (c0, c1) = spread5::<0, B5>(c);
+                let lo = _mm_or_si128(_mm_or_si128(a0, b0), c0);
+                let hi = _mm_or_si128(_mm_or_si128(a1, b1), c1);
+                _mm_storeu_si128(out.cast(), lo);
+                _mm_storeu_si128(out.add(16).cast(), hi);
+            } else {
+                let ab = _mm_or_si128(spread2::<2>(a), spread2::<1>(b));
+                _mm_storeu_si128(out.cast(), _mm_or_si128(ab, spread2::<0>(c)));
+            }
+        }
+    }
+
+    /// The OR of `acc`'s bytes.
+    #[target_feature(enable = "sse2")]
+    fn fold(acc: __m128i) -> u64 {
+        let mut v = [0u8; 32];
+        // SAFETY: `v` has room for 16 bytes.
+        unsafe { _mm_storeu_si128(v.as_mut_ptr().cast(), acc) };
+        super::nib3::fold(v, 1)
+    }
+
+    /// Codes of the first `n / 16 * 16` points of columns `p` (`uint8`): `p[0]` on the bits
+    /// at `3 j + 2`, `p[1]` at `3 j + 1`, `p[2]` at `3 j`, into codes at `out` as [`put`]
+    /// writes them. Returns the points done and the OR of their coordinates. A coordinate
+    /// of more bits (of more than 4 unless `B5`) gives a meaningless code its caller
+    /// discards (the range check).
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); each of `p` readable for `n` bytes, `out` writable for
+    /// `n` codes.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn cols<const WIDE: bool, const B5: bool>(
+        p: [*const u8; 3],
+        n: usize,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let w = if WIDE { 2 } else { 1 };
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let [a, b, c] = p.map(|p| _mm_loadu_si128(p.add(i).cast()));
+                acc = _mm_or_si128(acc, _mm_or_si128(_mm_or_si128(a, b), c));
+                put::<WIDE, B5>(a, b, c, out.add(w * i));
+            }
+            i += 16;
+        }
+        (i, fold(acc))
+    }
+
+    /// [`cols`] on the rows of an `(n, 3)` `uint8` array at `r` (first byte of a row on the
+    /// bits at `3 j + 2`, at `3 j` where `swap`), 16 rows a step. Four rounds of byte
+    /// unpacks take the 48 bytes of 16 rows, as vectors `(A, B, C)`, to `(A.lo | B.hi,
+    /// A.hi | C.lo, B.lo | C.hi)` (`|` interleaving the bytes of two 8-byte halves), which
+    /// leaves byte `3 i + j` in lane `i` of vector `j`. Returns the rows done and the OR
+    /// of their coordinates.
+    ///
+    /// # Safety
+    /// SSE2 (every x86-64 CPU); `r` readable for `3 * n` bytes, `out` writable for `n`
+    /// codes.
+    #[target_feature(enable = "sse2")]
+    pub(super) unsafe fn rows<const WIDE: bool, const B5: bool>(
+        r: *const u8,
+        n: usize,
+        swap: bool,
+        out: *mut u8,
+    ) -> (usize, u64) {
+        let w = if WIDE { 2 } else { 1 };
+        let high = |x: __m128i| _mm_unpackhi_epi64(x, x);
+        let mut acc = _mm_setzero_si128();
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: `i + 16 <= n`: the loads and stores lie within the caller's bounds.
+            unsafe {
+                let mut v = [0, 16, 32].map(|o| _mm_loadu_si128(r.add(3 * i + o).cast()));
+                acc = _mm_or_si128(acc, _mm_or_si128(_mm_or_si128(v[0], v[1]), v[2]));
+                for _ in 0..4 {
+                    v = [
+                        _mm_unpacklo_epi8(v[0], high(v[1])),
+                        _mm_unpacklo_epi8(high(v[0]), v[2]),
+                        _mm_unpacklo_epi8(v[1], high(v[2])),
+                    ];
+                }
+                let [a, b, c] = if swap { [v[2], v[1], v[0]] } else { v };
+                put::<WIDE, B5>(a, b, c, out.add(w * i));
+            }
+            i += 16;
+        }
+        (i, fold(acc))
+    }
+}
+
+/// 3-D Morton codes of one chunk of `uint8` coordinates (at most 5 bits, separate arrays)
+/// into `uint16` (`uint8`: at most 2 bits) on the portable kernel by [`m3e::cols`] /
+/// [`m3e::rows`], the tail on the generic loop. `None` for other kernels, types and
+/// widths. Returns the OR of the input values.
+#[cfg(target_arch = "x86_64")]
+fn morton3_swar_encode<U: Word, O: Word>(
+    k: Kernel,
+    msb: bool,
+    nbits: u32,
+    src: Src<'_, U>,
+    out: &mut [O],
+) -> Option<U> {
+    let fits = match O::BITS {
+        8 => nbits <= 2,
+        16 => nbits <= 5,
+        _ => false,
+    };
+    if k != Kernel::Portable || U::BITS != 8 || !fits {
+        return None;
+    }
+    let n = out.len();
+    let o: *mut u8 = out.as_mut_ptr().cast();
+    // SAFETY (all): SSE2 is part of x86-64; the input holds `n` points of one-byte
+    // coordinates (`U` is one byte wide; asserted) and the output `n` codes of `O`
+    // (checked above).
+    let (done, a) = match src {
+        Src::Rows(s) => {
+            assert!(s.len() >= 3 * n);
+            let (r, swap) = (s.as_ptr().cast(), !msb);
+            unsafe {
+                match (O::BITS, nbits > 4) {
+                    (8, _) => m3e::rows::<false, false>(r, n, swap, o),
+                    (_, true) => m3e::rows::<true, true>(r, n, swap, o),
+                    _ => m3e::rows::<true, false>(r, n, swap, o),
+                }
+            }
+        }
+        Src::Cols(c) => {
+            assert!(c.iter().all(|c| c.len() >= n));
+            let p = c.map(|c| c.as_ptr() as *const u8);
+            let p = if msb { p } else { [p[2], p[1], p[0]] };
+            unsafe {
+                match (O::BITS, nbits > 4) {
+                    (8, _) => m3e::cols::<false, false>(p, n, o),
+                    (_, true) => m3e::cols::<true, true>(p, n, o),
+                    _ => m3e::cols::<true, false>(p, n, o),
+                }
+            }
+        }
+    };
+    Some(encode_tail(
+        k,
+        Curve::Morton { msb },
+        3,
+        nbits,
+        src,
+        out,
+        done,
+        a,
+    ))
+}
+
 /// 3-D Morton decoding for the portable kernel on x86-64, in SSE2 (which every x86-64 CPU
 /// has), of `uint32` codes into separate arrays: nbits 6-8 into `uint8` (`NB = 4`), 9-10
 /// into `uint16` (`NB = 5`). A code's low and high `3 * NB` bits are windows that hold
@@ -7329,6 +7640,9 @@ pub fn encode_into<T: Coord, O: Word>(
                 return Ok(acc.to_u64() & !limit != 0);
             }
             if let Some(acc) = morton3_avx2_encode(k, msb, nbits, part, o) {
+                return Ok(acc.to_u64() & !limit != 0);
+            }
+            if let Some(acc) = morton3_swar_encode(k, msb, nbits, part, o) {
                 return Ok(acc.to_u64() & !limit != 0);
             }
         }

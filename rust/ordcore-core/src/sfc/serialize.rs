@@ -119,7 +119,7 @@ pub fn serialize(
         ensure!(
             (1..=MAX_DEPTH as i64).contains(&d),
             "depth",
-            "must be in 1..=21 (3 * depth bits must fit in a uint64), got {d}"
+            "must be between 1 and 21 (3 * depth bits must fit in a uint64), got {d}"
         );
     }
     let n = points.len() / 3;
@@ -246,8 +246,9 @@ pub fn serialize(
             return Err(Error::invalid(
                 "batch",
                 format!(
-                    "row {row} has batch id {v}, which does not fit in the {batch_bits} bits left \
+                    "row {row} has batch id {v}, which does not fit in the {batch_bits} bit{} left \
                      above 3 * depth = {} code bits (use a smaller depth or grid)",
+                    if batch_bits == 1 { "" } else { "s" },
                     3 * depth
                 ),
             ));
