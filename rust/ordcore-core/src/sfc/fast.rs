@@ -666,7 +666,8 @@ mod h2tile {
     /// - nbits 8-16: one or two steps of eight levels by [`Tiles::enc8`], one step fewer
     ///   than seven levels a step take at nbits 8 and 15-16, and faster at the same two
     ///   steps at nbits 9-14 (one pass: nbits 8 / 9-14 / 15-16 0.99-1.00x / 0.94-0.97x /
-    ///   1.00-1.06x -> 0.53x / 0.85-0.92x / 0.62-0.65x).
+    ///   1.00-1.06x -> 0.53x / 0.85-0.92x / 0.62-0.65x); at nbits 9-16 only where a
+    ///   core's L2 cache holds the table ([`l2_holds_enc8`]), else as from nbits 17.
     /// - nbits 17-32: three to five steps of seven levels by the packed table
     ///   [`Tiles::enc_wide`], whose loads do not wait on each other. Eight-level steps,
     ///   each looked up by the state the step before found, in two passes too: nbits
@@ -686,11 +687,15 @@ mod h2tile {
         if (1..=7).contains(&nbits) {
             return encode_one(t, src, out, t.start[(7 - nbits) as usize]);
         }
-        if nbits >= 17 {
+        if nbits >= 17 || (nbits >= 9 && !l2_holds_enc8()) {
             let w = &t.enc_wide;
             let g = nbits.div_ceil(7);
             // The start state a constant too (the first step's shift by one).
             return match (g, t.start[(7 * g - nbits) as usize]) {
+                (2, 0) => two_pass::<U, O, 2, 7>(src, out, |i, k| wide::<2, 0>(w, i, k)),
+                (2, 1) => two_pass::<U, O, 2, 7>(src, out, |i, k| wide::<2, 1>(w, i, k)),
+                (2, 2) => two_pass::<U, O, 2, 7>(src, out, |i, k| wide::<2, 2>(w, i, k)),
+                (2, _) => two_pass::<U, O, 2, 7>(src, out, |i, k| wide::<2, 3>(w, i, k)),
                 (3, 0) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 0>(w, i, k)),
                 (3, 1) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 1>(w, i, k)),
                 (3, 2) => two_pass::<U, O, 3, 7>(src, out, |i, k| wide::<3, 2>(w, i, k)),
@@ -712,6 +717,32 @@ mod h2tile {
             1 => two_pass::<U, O, 1, 8>(src, out, |i, k| eight::<1>(e, s, i, k)),
             _ => two_pass::<U, O, 2, 8>(src, out, |i, k| eight::<2>(e, s, i, k)),
         }
+    }
+
+    /// Whether a core's L2 cache holds [`Tiles::enc8`] (1 MiB) with room to spare: at
+    /// least 2 MiB (CPUID leaf `0x8000_0006`, which Intel and AMD both fill; other
+    /// architectures: assumed, as measured only on x86-64). Where it does not, encoding at
+    /// nbits 9-16 takes 7-level steps in [`Tiles::enc_wide`] (128 KiB), one step more
+    /// but each lookup an L2 hit: on an AMD EPYC (Zen 3, 512 KiB L2 a core) nbits 9-14
+    /// 1.20-1.36x -> 0.92-0.95x hilbertsfc's time, 15-16 0.92-1.09x -> 0.85-0.96x (both
+    /// held to SSE2, runs alternating); on the Intel Xeon (2 MiB L2) where the 8-level
+    /// steps were chosen they ran nbits 9-14 at 0.85-0.92x.
+    fn l2_holds_enc8() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            static L2: OnceLock<u32> = OnceLock::new();
+            // A leaf past the CPU's maximum returns another leaf's data: checked first.
+            let kib = *L2.get_or_init(|| {
+                use std::arch::x86_64::__cpuid;
+                if __cpuid(0x8000_0000).eax < 0x8000_0006 {
+                    return 0;
+                }
+                __cpuid(0x8000_0006).ecx >> 16
+            });
+            kib >= 2048
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        true
     }
 
     /// The index of a point in `G` steps of seven levels by [`Tiles::enc_wide`] from
