@@ -5777,9 +5777,9 @@ mod swar2 {
         (i, fold(acc, 1))
     }
 
-    /// The OR of `acc`'s words of `w` bytes.
+    /// The OR of `acc`'s words of `w` bytes (also for [`super::m3e`] and [`super::m3w`]).
     #[target_feature(enable = "sse2")]
-    fn fold(acc: __m128i, w: usize) -> u64 {
+    pub(super) fn fold(acc: __m128i, w: usize) -> u64 {
         let mut v = [0u8; 32];
         // SAFETY: `v` has room for 16 bytes.
         unsafe { _mm_storeu_si128(v.as_mut_ptr().cast(), acc) };
@@ -6901,15 +6901,6 @@ mod m3e {
         }
     }
 
-    /// The OR of `acc`'s bytes.
-    #[target_feature(enable = "sse2")]
-    fn fold(acc: __m128i) -> u64 {
-        let mut v = [0u8; 32];
-        // SAFETY: `v` has room for 16 bytes.
-        unsafe { _mm_storeu_si128(v.as_mut_ptr().cast(), acc) };
-        super::nib3::fold(v, 1)
-    }
-
     /// Codes of the first `n / 16 * 16` points of columns `p` (`uint8`): `p[0]` on the bits
     /// at `3 j + 2`, `p[1]` at `3 j + 1`, `p[2]` at `3 j`, into codes at `out` as [`put`]
     /// writes them. Returns the points done and the OR of their coordinates. A coordinate
@@ -6937,7 +6928,7 @@ mod m3e {
             }
             i += 16;
         }
-        (i, fold(acc))
+        (i, super::swar2::fold(acc, 1))
     }
 
     /// [`cols`] on the rows of an `(n, 3)` `uint8` array at `r` (first byte of a row on the
@@ -6978,7 +6969,7 @@ mod m3e {
             }
             i += 16;
         }
-        (i, fold(acc))
+        (i, super::swar2::fold(acc, 1))
     }
 }
 
@@ -7140,10 +7131,7 @@ mod m3w {
             }
             i += 16;
         }
-        let mut a = [0u8; 32];
-        // SAFETY: `a` has room for 16 bytes.
-        unsafe { _mm_storeu_si128(a.as_mut_ptr().cast(), acc) };
-        (i, super::nib3::fold(a, 4))
+        (i, super::swar2::fold(acc, 4))
     }
 }
 
