@@ -115,6 +115,21 @@ pub fn kernel() -> Kernel {
     })
 }
 
+/// Whether the CPU is AMD's (CPUID vendor `AuthenticAMD`), where some portable paths were
+/// measured to run best another way than on the Intel Xeon they were first tuned on.
+fn amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AMD: OnceLock<bool> = OnceLock::new();
+        *AMD.get_or_init(|| {
+            let r = std::arch::x86_64::__cpuid(0);
+            [r.ebx, r.edx, r.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163]
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Which code to compute.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Curve {
@@ -2748,9 +2763,12 @@ fn encode_chunk<U: Word, O: Word>(
         // The steps the width needs (nbits 3 / 6 / 14: 2 / 3 / 4 of the lanes' 3 / 4 / 5),
         // in classes that keep the copies few.
         // The portable kernel's spreads in 32- and 64-bit lanes (nbits 6-8, 11-21) cost
-        // more than byte lookups.
+        // more than byte lookups; on AMD only at nbits 6-16 (EPYC Zen 3, Rust harness,
+        // 1M points, alternating runs: nbits 17-21 3.5 -> 2.6 ns a point by the spreads,
+        // 11-16 2.2 against 4.5-7.0).
         (Curve::Morton { msb }, _)
-            if step == MortonStep::Generic && ((6..=8).contains(&nbits) || nbits > 10) =>
+            if step == MortonStep::Generic
+                && ((6..=8).contains(&nbits) || (nbits > 10 && (nbits <= 16 || !amd()))) =>
         {
             let t = m3_spread();
             match (msb, nbits.div_ceil(8)) {
@@ -2869,8 +2887,11 @@ fn decode_chunk<U: Word, O: Word>(
             (false, false) => put2(codes, &mut dst, M2D::<false, false>),
         },
         // The portable kernel's de-interleave in 32- and 64-bit lanes (nbits 9-21)
-        // costs more than byte lookups.
-        (Curve::Morton { msb }, _) if step == MortonStep::Generic && nbits > 8 => {
+        // costs more than byte lookups, except on AMD (EPYC Zen 3, Rust harness, 1M
+        // points, alternating runs, ns a point, lookups -> lanes: nbits 11-14 2.8-3.9 ->
+        // 2.3, 16 3.2-4.3 -> 2.3, 17-21 3.1-4.6 -> 2.7-2.8; `uint32` codes at nbits 9-10
+        // take [`m3w`] first, `uint64` ones there were not timed).
+        (Curve::Morton { msb }, _) if step == MortonStep::Generic && nbits > 8 && !amd() => {
             let (t16, t21) = m3_unspread();
             match (msb, nbits) {
                 (true, 9..=10) => m3_decode(codes, &mut dst, M3DL::<true, 16, 4>(t16)),
