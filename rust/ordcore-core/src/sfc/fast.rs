@@ -1006,7 +1006,8 @@ mod h3tile {
     use super::*;
 
     /// Whether the portable kernel encodes by the tiles: rows always (its lane code
-    /// transposes them first); separate arrays at nbits 3 and 6-8 ([`EncGet`]: 0.67 /
+    /// transposes them first); separate arrays at nbits 3 and 6-8 (since taken by
+    /// [`enc_cols`] at nbits 3 and 6; measured with [`EncGet`]: 0.67 /
     /// 1.26 / 1.79 / 1.80 ns a point against 0.75 / 1.62 / 1.76 / 1.89 for the lane code)
     /// and from nbits 11. Elsewhere the lane code, in 8- or 16-bit lanes, costs less:
     /// nbits 1 / 2 / 4 / 5 0.51 / 0.62 / 0.90 / 1.06 against 0.69 / 0.66 / 1.11 / 1.13,
@@ -1154,12 +1155,12 @@ mod h3tile {
         // in `u32` lanes from nbits 17 (8.7 -> 8.7, 19 10.2 -> 11.0).
         if let Src::Cols(xyz) = src {
             let e = &*t.enc;
-            match (g, nbits) {
-                (1, _) => return enc_cols::<U, O, u16, 1>(e, s, xyz, out),
-                (2, _) => return enc_cols::<U, O, u16, 2>(e, s, xyz, out),
-                (4, 11..) => return enc_cols::<U, O, u16, 4>(e, s, xyz, out),
-                (5, _) => return enc_cols::<U, O, u16, 5>(e, s, xyz, out),
-                (6, ..=16) => return enc_cols::<U, O, u16, 6>(e, s, xyz, out),
+            match nbits {
+                3 => return enc_cols::<U, O, 1>(e, s, xyz, out),
+                6 => return enc_cols::<U, O, 2>(e, s, xyz, out),
+                11..=12 => return enc_cols::<U, O, 4>(e, s, xyz, out),
+                13..=15 => return enc_cols::<U, O, 5>(e, s, xyz, out),
+                16 => return enc_cols::<U, O, 6>(e, s, xyz, out),
                 _ => {}
             }
         }
@@ -1187,12 +1188,12 @@ mod h3tile {
 
     /// Encoding of separate arrays in `G` steps from state `s` (at bit 9) by `enc`
     /// ([`Tiles::enc`]), in two passes a block of [`BLOCK`] points: each step's 9-bit
-    /// index out of the coordinates, in lanes of `L` (`u16` up to nbits 16, else `u32`),
-    /// which vectorize; then the steps' lookups, eight points at a time, step by step
-    /// across them (as [`dec_cols`]). Coordinates wider than `nbits` give meaningless
-    /// codes the caller discards (the range check on the returned OR).
+    /// index out of the coordinates, in 16-bit lanes (nbits <= 16), which vectorize; then
+    /// the steps' lookups, eight points at a time, step by step across them (as
+    /// [`dec_cols`]). Coordinates wider than `nbits` give meaningless codes the caller
+    /// discards (the range check on the returned OR).
     #[inline(always)]
-    fn enc_cols<U: Word, O: Word, L: Word, const G: usize>(
+    fn enc_cols<U: Word, O: Word, const G: usize>(
         enc: &'static [u16; 1 << 16],
         s: u32,
         [x, y, z]: [&[U]; 3],
@@ -1206,17 +1207,10 @@ mod h3tile {
             let m = ob.len();
             let it = x[r0..r0 + m].iter().zip(&y[r0..r0 + m]).zip(&z[r0..r0 + m]);
             for (j, ((&a, &b), &c)) in it.enumerate() {
-                let (a, b, c): (L, L, L) = (cast(a), cast(b), cast(c));
-                let seven = L::from_u64(7);
+                let (a, b, c): (u16, u16, u16) = (cast(a), cast(b), cast(c));
                 for (k, bk) in buf.iter_mut().enumerate() {
                     let q = 3 * k as u32;
-                    let i = a
-                        .shr(q)
-                        .and(seven)
-                        .shl(6)
-                        .or(b.shr(q).and(seven).shl(3))
-                        .or(c.shr(q).and(seven));
-                    bk[j % BLOCK] = i.to_u64() as u16;
+                    bk[j % BLOCK] = (a >> q & 7) << 6 | (b >> q & 7) << 3 | (c >> q & 7);
                 }
             }
             let done = m - m % 8;
